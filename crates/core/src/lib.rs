@@ -1,0 +1,24 @@
+//! The toolgate engine: a tool call's pipeline, one module per station, plus the turn scheduler and timers.
+//! No JS here: a host (the Node binding, or a test) drives `Engine` and runs the handlers.
+
+pub mod calls;
+pub mod engine;
+pub mod invoke;
+pub mod lookup;
+pub mod normalize;
+pub mod options;
+pub mod parse;
+pub mod permission;
+pub mod registry;
+pub mod result;
+pub mod scheduler;
+pub mod shape;
+pub mod timer;
+pub mod validate;
+
+pub use engine::{Engine, Start, Step};
+pub use normalize::Outcome;
+pub use options::{EngineOptions, ToolSpec};
+pub use permission::Policy;
+pub use registry::DefinitionFormat;
+pub use result::{ErrorKind, ToolResult};

@@ -1,0 +1,169 @@
+//! Registered tools: names checked, schemas compiled once, definitions for each provider.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use jsonschema::{PatternOptions, Validator};
+use serde_json::{json, Value};
+
+use crate::options::{EngineOptions, ToolSpec};
+
+/// The longest name every provider accepts (OpenAI's limit is the tightest).
+const MAX_NAME_LEN: usize = 64;
+
+pub struct Tool {
+    pub spec: ToolSpec,
+    pub schema: Value,
+    pub validator: Validator,
+    pub timeout_ms: u64,
+    pub max_output_chars: usize,
+}
+
+#[derive(Default)]
+pub struct Registry {
+    tools: HashMap<String, Arc<Tool>>,
+    /// Registration order, so that listings and definitions are stable.
+    order: Vec<String>,
+}
+
+/// The provider shapes `definitions` can emit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DefinitionFormat {
+    OpenAiResponses,
+    OpenAiChat,
+    Anthropic,
+    AiSdk,
+}
+
+impl DefinitionFormat {
+    pub const NAMES: &'static str = "'openai-responses', 'openai-chat', 'anthropic' or 'ai-sdk'";
+
+    pub fn parse(name: &str) -> Result<Self, String> {
+        match name {
+            "openai-responses" | "openai" => Ok(Self::OpenAiResponses),
+            "openai-chat" | "chat-completions" => Ok(Self::OpenAiChat),
+            "anthropic" => Ok(Self::Anthropic),
+            "ai-sdk" => Ok(Self::AiSdk),
+            other => Err(format!("unknown definitions format \"{other}\": use {}", Self::NAMES)),
+        }
+    }
+}
+
+pub fn check_name(name: &str) -> Result<(), String> {
+    let valid_chars = name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if name.is_empty() || name.len() > MAX_NAME_LEN || !valid_chars {
+        return Err(format!(
+            "invalid tool name \"{name}\": use 1 to {MAX_NAME_LEN} characters from a-z, A-Z, 0-9, '_' and '-' \
+             (the names OpenAI, Anthropic and the AI SDK all accept)"
+        ));
+    }
+    Ok(())
+}
+
+fn compile(name: &str, schema: &Value) -> Result<Validator, String> {
+    match schema.get("type") {
+        Some(Value::String(t)) if t == "object" => {}
+        None if schema.get("properties").is_some() => {}
+        _ => {
+            return Err(format!(
+                "tool \"{name}\": parameters must be a JSON Schema of an object ({{ type: 'object', properties: {{…}} }}), \
+                 since every provider sends tool arguments as one object"
+            ))
+        }
+    }
+    jsonschema::options()
+        // Patterns run on model output: a linear-time engine, so no pattern can backtrack catastrophically.
+        .with_pattern_options(PatternOptions::regex())
+        .build(schema)
+        .map_err(|e| format!("tool \"{name}\": parameters is not a valid JSON Schema: {e}"))
+}
+
+impl Registry {
+    pub fn register(&mut self, spec: ToolSpec, options: &EngineOptions) -> Result<(), String> {
+        check_name(&spec.name)?;
+        if self.tools.contains_key(&spec.name) && !spec.replace {
+            return Err(format!(
+                "a tool named \"{}\" is already registered: pick another name, unregister it first, or pass replace: true",
+                spec.name
+            ));
+        }
+        let schema = spec.parameters.clone().unwrap_or_else(|| json!({"type": "object", "properties": {}}));
+        let validator = compile(&spec.name, &schema)?;
+        let tool = Tool {
+            timeout_ms: options.timeout_for(&spec),
+            max_output_chars: spec.max_output_chars.unwrap_or(options.max_output_chars),
+            schema,
+            validator,
+            spec,
+        };
+        let name = tool.spec.name.clone();
+        if self.tools.insert(name.clone(), Arc::new(tool)).is_none() {
+            self.order.push(name);
+        }
+        Ok(())
+    }
+
+    pub fn unregister(&mut self, name: &str) -> bool {
+        let removed = self.tools.remove(name).is_some();
+        if removed {
+            self.order.retain(|n| n != name);
+        }
+        removed
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<Tool>> {
+        self.tools.get(name)
+    }
+
+    /// Tools in registration order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Tool>> {
+        self.order.iter().filter_map(|n| self.tools.get(n))
+    }
+
+    pub fn list(&self, visible: impl Fn(&Tool) -> bool) -> Value {
+        let items = self
+            .iter()
+            .filter(|t| visible(t))
+            .map(|t| {
+                json!({
+                    "name": t.spec.name,
+                    "description": t.spec.description,
+                    "parameters": t.schema,
+                    "readOnly": t.spec.read_only,
+                    "idempotent": t.spec.idempotent,
+                    "needsApproval": t.spec.needs_approval,
+                    "timeoutMs": t.timeout_ms,
+                    "maxOutputChars": t.max_output_chars,
+                })
+            })
+            .collect();
+        Value::Array(items)
+    }
+
+    pub fn definitions(&self, format: DefinitionFormat, visible: impl Fn(&Tool) -> bool) -> Value {
+        let tools = self.iter().filter(|t| visible(t));
+        let defs = tools.map(|t| {
+            let (name, description, schema) = (&t.spec.name, &t.spec.description, &t.schema);
+            match format {
+                DefinitionFormat::OpenAiResponses => {
+                    json!({"type": "function", "name": name, "description": description, "parameters": schema})
+                }
+                DefinitionFormat::OpenAiChat => json!({
+                    "type": "function",
+                    "function": {"name": name, "description": description, "parameters": schema}
+                }),
+                DefinitionFormat::Anthropic => {
+                    json!({"name": name, "description": description, "input_schema": schema})
+                }
+                DefinitionFormat::AiSdk => {
+                    json!({"type": "function", "name": name, "description": description, "inputSchema": schema})
+                }
+            }
+        });
+        Value::Array(defs.collect())
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.order.iter().map(String::as_str)
+    }
+}

@@ -1,0 +1,137 @@
+//! The contract every call ends in: one `ToolResult`, whatever happened.
+
+use serde::Serialize;
+use serde_json::Value;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    UnknownTool,
+    InvalidArguments,
+    PermissionDenied,
+    ApprovalDenied,
+    RateLimited,
+    Timeout,
+    IdleTimeout,
+    Cancelled,
+    NotExecuted,
+    HandlerError,
+    Duplicate,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::UnknownTool => "unknown_tool",
+            ErrorKind::InvalidArguments => "invalid_arguments",
+            ErrorKind::PermissionDenied => "permission_denied",
+            ErrorKind::ApprovalDenied => "approval_denied",
+            ErrorKind::RateLimited => "rate_limited",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::IdleTimeout => "idle_timeout",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::NotExecuted => "not_executed",
+            ErrorKind::HandlerError => "handler_error",
+            ErrorKind::Duplicate => "duplicate",
+        }
+    }
+}
+
+/// One station's verdict on a call, in the order the call met them.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct StationMark {
+    pub station: &'static str,
+    pub outcome: String,
+}
+
+/// What the program (not the model) may want to know about a call.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Metadata {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stack: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original_chars: Option<usize>,
+    pub stages: Vec<StationMark>,
+    /// Milliseconds since the Unix epoch when the call entered the pipeline.
+    pub started_at: f64,
+    /// Milliseconds the call waited in the scheduler before its handler started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queued_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResult {
+    pub call_id: String,
+    pub name: String,
+    pub success: bool,
+    /// What the model reads: the output on success, the error text on failure.
+    pub output: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<ErrorKind>,
+    pub retryable: bool,
+    pub latency_ms: f64,
+    pub attempts: u32,
+    pub cached: bool,
+    pub truncated: bool,
+    pub metadata: Metadata,
+}
+
+impl ToolResult {
+    pub fn success(call_id: String, name: String, output: String) -> Self {
+        ToolResult {
+            call_id,
+            name,
+            success: true,
+            output,
+            error: None,
+            error_kind: None,
+            retryable: false,
+            latency_ms: 0.0,
+            attempts: 0,
+            cached: false,
+            truncated: false,
+            metadata: Metadata::default(),
+        }
+    }
+
+    pub fn failure(call_id: String, name: String, kind: ErrorKind, error: String, retryable: bool) -> Self {
+        ToolResult {
+            call_id,
+            name,
+            success: false,
+            output: failure_output(kind, &error),
+            error: Some(error),
+            error_kind: Some(kind),
+            retryable,
+            latency_ms: 0.0,
+            attempts: 0,
+            cached: false,
+            truncated: false,
+            metadata: Metadata::default(),
+        }
+    }
+
+    /// The outcome word traces and stage marks use: `success` or the error kind.
+    pub fn outcome(&self) -> &'static str {
+        self.error_kind.map_or("success", ErrorKind::as_str)
+    }
+}
+
+/// The text a model reads for a failed call; `forLlm` in JS builds the same string.
+pub fn failure_output(kind: ErrorKind, error: &str) -> String {
+    format!("Error ({}): {}", kind.as_str(), error)
+}

@@ -1,0 +1,111 @@
+//! The scheduler of one turn: consecutive read-only calls run together (up to the cap); any other call waits
+//! for everything before it and runs alone. It hands out input indices; results keep input order elsewhere.
+
+use std::collections::VecDeque;
+
+struct Group {
+    waiting: VecDeque<usize>,
+    concurrent: bool,
+}
+
+pub struct Schedule {
+    groups: VecDeque<Group>,
+    running: usize,
+    concurrency: usize,
+}
+
+impl Schedule {
+    /// `calls`: (input index, read-only) for every call that will run, in input order.
+    pub fn new(calls: impl IntoIterator<Item = (usize, bool)>, concurrency: usize) -> Self {
+        let mut groups: VecDeque<Group> = VecDeque::new();
+        for (index, read_only) in calls {
+            match groups.back_mut() {
+                Some(group) if read_only && group.concurrent => group.waiting.push_back(index),
+                _ => groups.push_back(Group { waiting: VecDeque::from([index]), concurrent: read_only }),
+            }
+        }
+        Schedule { groups, running: 0, concurrency: concurrency.max(1) }
+    }
+
+    /// The calls that may start now; the caller reports each one's end with `finished`.
+    pub fn ready(&mut self) -> Vec<usize> {
+        let mut ready = Vec::new();
+        while let Some(group) = self.groups.front_mut() {
+            let limit = if group.concurrent { self.concurrency } else { 1 };
+            while self.running < limit {
+                let Some(index) = group.waiting.pop_front() else { break };
+                ready.push(index);
+                self.running += 1;
+            }
+            if group.waiting.is_empty() && self.running == 0 {
+                self.groups.pop_front();
+            } else {
+                break;
+            }
+        }
+        ready
+    }
+
+    pub fn finished(&mut self) {
+        self.running = self.running.saturating_sub(1);
+    }
+
+    /// Every call not started yet, removed from the schedule (the turn is ending early).
+    pub fn take_waiting(&mut self) -> Vec<usize> {
+        self.groups.drain(..).flat_map(|g| g.waiting).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs the schedule to the end, finishing calls in start order; returns the waves of starts.
+    fn waves(calls: &[(usize, bool)], concurrency: usize) -> Vec<Vec<usize>> {
+        let mut s = Schedule::new(calls.iter().copied(), concurrency);
+        let mut out = vec![];
+        let mut running: VecDeque<usize> = VecDeque::new();
+        loop {
+            let ready = s.ready();
+            if !ready.is_empty() {
+                running.extend(&ready);
+                out.push(ready);
+            }
+            if running.pop_front().is_none() {
+                return out;
+            }
+            s.finished();
+        }
+    }
+
+    #[test]
+    fn reads_run_together_writes_alone() {
+        let calls = [(0, true), (1, true), (2, false), (3, true), (4, true), (5, true)];
+        assert_eq!(waves(&calls, 8), vec![vec![0, 1], vec![2], vec![3, 4, 5]]);
+    }
+
+    #[test]
+    fn concurrency_caps_a_read_batch_as_a_sliding_window() {
+        let calls: Vec<_> = (0..5).map(|i| (i, true)).collect();
+        assert_eq!(waves(&calls, 2), vec![vec![0, 1], vec![2], vec![3], vec![4]]);
+    }
+
+    #[test]
+    fn consecutive_writes_each_wait_for_the_one_before() {
+        assert_eq!(waves(&[(0, false), (1, false)], 8), vec![vec![0], vec![1]]);
+        let mut s = Schedule::new([(0, false), (1, true)], 8);
+        assert_eq!(s.ready(), vec![0]);
+        assert!(s.ready().is_empty(), "the read waits until the write ends");
+        s.finished();
+        assert_eq!(s.ready(), vec![1]);
+    }
+
+    #[test]
+    fn take_waiting_empties_the_schedule() {
+        let mut s = Schedule::new([(0, false), (1, true), (2, true)], 8);
+        assert_eq!(s.ready(), vec![0]);
+        assert_eq!(s.take_waiting(), vec![1, 2]);
+        s.finished();
+        assert!(s.ready().is_empty());
+    }
+}

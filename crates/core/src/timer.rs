@@ -1,0 +1,148 @@
+//! Deadlines for every running call, watched by one task that wakes the driver only when one passes.
+//!
+//! The driver (the JS thread, or a Rust loop in tests) owns all call state; the watcher never touches it. On a
+//! wake the driver calls `pop_expired`, so a call that settled just before its deadline cannot also time out.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use tokio::sync::Notify;
+
+#[derive(Default)]
+struct State {
+    entries: BTreeSet<(Instant, u32)>,
+    closed: bool,
+}
+
+#[derive(Default)]
+struct Shared {
+    state: Mutex<State>,
+    notify: Notify,
+}
+
+#[derive(Clone, Default)]
+pub struct Deadlines {
+    shared: Arc<Shared>,
+}
+
+impl Deadlines {
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A panic while holding this lock cannot leave the set half-written; keep going.
+        self.shared.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn arm(&self, at: Instant, key: u32) {
+        let mut state = self.state();
+        let earlier = state.entries.first().is_none_or(|&(first, _)| at < first);
+        state.entries.insert((at, key));
+        drop(state);
+        if earlier {
+            self.shared.notify.notify_one();
+        }
+    }
+
+    pub fn disarm(&self, at: Instant, key: u32) {
+        self.state().entries.remove(&(at, key));
+    }
+
+    /// Removes and returns every key whose deadline is at or before `now`, earliest first.
+    pub fn pop_expired(&self, now: Instant) -> Vec<u32> {
+        let mut state = self.state();
+        let mut expired = Vec::new();
+        while let Some(&(at, key)) = state.entries.first() {
+            if at > now {
+                break;
+            }
+            state.entries.pop_first();
+            expired.push(key);
+        }
+        drop(state);
+        self.shared.notify.notify_one();
+        expired
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.state().entries.is_empty()
+    }
+
+    /// Stops the watcher; armed deadlines are forgotten.
+    pub fn close(&self) {
+        let mut state = self.state();
+        state.closed = true;
+        state.entries.clear();
+        drop(state);
+        self.shared.notify.notify_one();
+    }
+
+    /// The watcher: run it on a tokio runtime. It calls `wake` when the earliest deadline has passed, then waits
+    /// until the driver has taken the expired keys (or armed an earlier one) before looking again.
+    pub fn watch(&self, wake: impl Fn() + Send + 'static) -> impl Future<Output = ()> + Send + 'static {
+        let shared = self.shared.clone();
+        async move {
+            loop {
+                let changed = shared.notify.notified();
+                let next = {
+                    let state = shared.state.lock().unwrap_or_else(|p| p.into_inner());
+                    if state.closed {
+                        return;
+                    }
+                    state.entries.first().map(|&(at, _)| at)
+                };
+                match next {
+                    None => changed.await,
+                    Some(at) if at <= Instant::now() => {
+                        wake();
+                        changed.await;
+                    }
+                    Some(at) => {
+                        tokio::select! {
+                            _ = tokio::time::sleep_until(at.into()) => {}
+                            _ = changed => {}
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn pops_only_what_has_passed_in_deadline_order() {
+        let d = Deadlines::default();
+        let t0 = Instant::now();
+        d.arm(t0 + Duration::from_millis(30), 3);
+        d.arm(t0 + Duration::from_millis(10), 1);
+        d.arm(t0 + Duration::from_millis(20), 2);
+        d.disarm(t0 + Duration::from_millis(20), 2);
+        assert_eq!(d.pop_expired(t0 + Duration::from_millis(25)), vec![1]);
+        assert_eq!(d.pop_expired(t0 + Duration::from_millis(40)), vec![3]);
+        assert!(d.is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_watcher_wakes_once_per_passed_deadline_and_stops_on_close() {
+        let d = Deadlines::default();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let task = tokio::spawn(d.watch(move || {
+            let _ = tx.send(());
+        }));
+        let start = Instant::now();
+        d.arm(start + Duration::from_millis(200), 2);
+        d.arm(start + Duration::from_millis(20), 1); // earlier than the one being waited on
+        rx.recv().await.unwrap();
+        assert!(start.elapsed() >= Duration::from_millis(20));
+        assert_eq!(d.pop_expired(Instant::now()), vec![1]);
+        rx.recv().await.unwrap();
+        assert_eq!(d.pop_expired(Instant::now()), vec![2]);
+        d.close();
+        tokio::time::timeout(Duration::from_secs(5), task).await.unwrap().unwrap();
+        assert!(rx.try_recv().is_err(), "no wake without a deadline");
+    }
+}

@@ -1,0 +1,129 @@
+//! Station 4: the arguments against the tool's JSON Schema, every problem with its path, worded for a model.
+//!
+//! Messages are rebuilt from the error kind rather than taken from the validator's text, which quotes the
+//! offending value and could echo a secret the model put in an argument.
+
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use jsonschema::ValidationError;
+use serde_json::Value;
+
+use crate::registry::Tool;
+
+/// How many problems one message lists before it says "and N more".
+const MAX_LISTED: usize = 12;
+
+pub fn validate(tool: &Tool, args: &Value) -> Result<(), String> {
+    if tool.validator.is_valid(args) {
+        return Ok(());
+    }
+    let problems: Vec<String> = tool
+        .validator
+        .iter_errors(args)
+        .map(|e| {
+            let path = e.instance_path().to_string();
+            let at = if path.is_empty() { "(arguments)".to_string() } else { path };
+            format!("- {at}: {}", describe(&e))
+        })
+        .collect();
+    let count = problems.len();
+    let mut listed = problems.into_iter().take(MAX_LISTED).collect::<Vec<_>>().join("\n");
+    if count > MAX_LISTED {
+        listed.push_str(&format!("\n- … and {} more", count - MAX_LISTED));
+    }
+    let noun = if count == 1 { "problem" } else { "problems" };
+    Err(format!(
+        "The arguments do not match the parameters of \"{}\" ({count} {noun}):\n{listed}\nFix these and call the tool again.",
+        tool.spec.name
+    ))
+}
+
+fn describe(error: &ValidationError<'_>) -> String {
+    let instance = error.instance();
+    match error.kind() {
+        ValidationErrorKind::Type { kind } => {
+            let expected = match kind {
+                TypeKind::Single(t) => t.to_string(),
+                TypeKind::Multiple(set) => set.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" or "),
+            };
+            format!("must be {}, got {}", with_article(&expected), json_type(instance))
+        }
+        ValidationErrorKind::Required { property } => format!("missing required property {property}"),
+        ValidationErrorKind::AdditionalProperties { unexpected } => {
+            format!("unexpected {} {}: remove {}", plural("property", unexpected.len()), quoted(unexpected), them(unexpected.len()))
+        }
+        ValidationErrorKind::UnevaluatedProperties { unexpected } => {
+            format!("unexpected {} {}: remove {}", plural("property", unexpected.len()), quoted(unexpected), them(unexpected.len()))
+        }
+        ValidationErrorKind::Enum { options } => format!("must be one of {}", list_values(options)),
+        ValidationErrorKind::Constant { expected_value } => format!("must be exactly {expected_value}"),
+        ValidationErrorKind::Minimum { limit } => format!("must be at least {limit}"),
+        ValidationErrorKind::Maximum { limit } => format!("must be at most {limit}"),
+        ValidationErrorKind::ExclusiveMinimum { limit } => format!("must be greater than {limit}"),
+        ValidationErrorKind::ExclusiveMaximum { limit } => format!("must be less than {limit}"),
+        ValidationErrorKind::MultipleOf { multiple_of } => format!("must be a multiple of {multiple_of}"),
+        ValidationErrorKind::MinLength { limit } => format!("must be at least {limit} {} long", plural("character", *limit as usize)),
+        ValidationErrorKind::MaxLength { limit } => format!("must be at most {limit} {} long", plural("character", *limit as usize)),
+        ValidationErrorKind::MinItems { limit } => format!("must have at least {limit} {}", plural("item", *limit as usize)),
+        ValidationErrorKind::MaxItems { limit } => format!("must have at most {limit} {}", plural("item", *limit as usize)),
+        ValidationErrorKind::MinProperties { limit } => format!("must have at least {limit} {}", plural("property", *limit as usize)),
+        ValidationErrorKind::MaxProperties { limit } => format!("must have at most {limit} {}", plural("property", *limit as usize)),
+        ValidationErrorKind::UniqueItems => "items must be unique".into(),
+        ValidationErrorKind::Pattern { pattern } => format!("must match the pattern {pattern}"),
+        ValidationErrorKind::Format { format } => format!("must be a valid {format}"),
+        ValidationErrorKind::AnyOf { .. } | ValidationErrorKind::OneOfNotValid { .. } => {
+            "does not match any of the allowed forms of this value".into()
+        }
+        ValidationErrorKind::OneOfMultipleValid { .. } => "matches more than one of the allowed forms; make it match exactly one".into(),
+        ValidationErrorKind::Not { .. } => "is a value that is not allowed here".into(),
+        ValidationErrorKind::FalseSchema => "is not allowed here".into(),
+        ValidationErrorKind::Contains => "must contain at least one item of the required form".into(),
+        _ => error.masked().to_string(),
+    }
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "an integer",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn with_article(type_names: &str) -> String {
+    type_names
+        .split(" or ")
+        .map(|t| match t {
+            "null" => "null".to_string(),
+            t if t.starts_with(['a', 'e', 'i', 'o', 'u']) => format!("an {t}"),
+            t => format!("a {t}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" or ")
+}
+
+fn plural(word: &str, n: usize) -> String {
+    match (n, word) {
+        (1, w) => w.to_string(),
+        (_, "property") => "properties".into(),
+        (_, w) => format!("{w}s"),
+    }
+}
+
+fn them(n: usize) -> &'static str {
+    if n == 1 { "it" } else { "them" }
+}
+
+fn quoted(names: &[String]) -> String {
+    names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ")
+}
+
+fn list_values(options: &Value) -> String {
+    match options {
+        Value::Array(items) => items.iter().map(Value::to_string).collect::<Vec<_>>().join(", "),
+        other => other.to_string(),
+    }
+}

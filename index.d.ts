@@ -1,0 +1,295 @@
+// Types of the toolgate package entry (index.js). The native layer's generated types are in binding.d.ts.
+
+/** A JSON Schema describing a tool's arguments object (`type: 'object'` at the root). */
+export type JsonSchema = { [key: string]: unknown }
+
+/** Why a call failed. Each kind tells a model something different about what to do next. */
+export type ErrorKind =
+  /** The call named a tool that does not exist (or is not available here); the error lists the ones that do. */
+  | 'unknown_tool'
+  /** The arguments were not a JSON object or did not match the schema; the error lists every problem by path. */
+  | 'invalid_arguments'
+  /** The tool may not be used in this context. Do not retry. */
+  | 'permission_denied'
+  /** The tool needs approval and this call did not have it. */
+  | 'approval_denied'
+  /** Too many calls; retry after `retryAfterMs`. */
+  | 'rate_limited'
+  /** The handler did not finish within its total time limit and was aborted. */
+  | 'timeout'
+  /** The handler reported no progress for too long and was aborted. */
+  | 'idle_timeout'
+  /** The turn was cancelled before or while the call ran. */
+  | 'cancelled'
+  /** A turn policy kept the call from running. */
+  | 'not_executed'
+  /** The handler threw, rejected, or returned something that cannot be passed on. */
+  | 'handler_error'
+  /** The same query already ran in this session. */
+  | 'duplicate'
+
+export declare const ERROR_KINDS: readonly ErrorKind[]
+
+/** What a handler receives besides its arguments. */
+export interface ToolContext<Ctx = ExecutionContext> {
+  /** Aborted when the call times out or the turn is cancelled; pass it to fetch, child processes, etc. */
+  signal: AbortSignal
+  /** The call's id as the model sent it (or a generated one). */
+  callId: string
+  toolName: string
+  /** The `context` given to `execute`, as is (the same object). */
+  context: Ctx | undefined
+}
+
+/** A handler may return a value or a Promise of one, and may throw or reject with anything. */
+export type ToolHandler<Args = any, Ctx = ExecutionContext> = (args: Args, ctx: ToolContext<Ctx>) => unknown
+
+export interface ToolSpec<Args = any, Ctx = ExecutionContext> {
+  /** 1–64 characters of a-z, A-Z, 0-9, `_` and `-` (what every provider accepts). */
+  name: string
+  description?: string
+  /** JSON Schema of the arguments object. Compiled once at registration; one that does not compile throws. */
+  parameters?: JsonSchema
+  handler: ToolHandler<Args, Ctx>
+  /** Only reads: consecutive read-only calls run concurrently; any other call runs alone. Default false. */
+  readOnly?: boolean
+  /** Running it twice with the same arguments has the same effect as once. Default false. */
+  idempotent?: boolean
+  /** Total time limit in ms (default: the executor's `defaultTimeoutMs`, never above its `maxTimeoutMs`). */
+  timeoutMs?: number
+  /** Longest output, in characters, the model reads (default: the executor's `maxOutputChars`). */
+  maxOutputChars?: number
+  /** Refused unless the execution context lists the tool in `approvedTools`. */
+  needsApproval?: boolean
+  /** Replace a tool already registered under this name instead of throwing. */
+  replace?: boolean
+}
+
+export interface ExecutorOptions {
+  /** Time limit for a tool that declares none. Default 30 000 ms. */
+  defaultTimeoutMs?: number
+  /** Cap on every tool's time limit. Default 600 000 ms. */
+  maxTimeoutMs?: number
+  /** How many read-only calls of one turn run at once. Default 8. */
+  concurrency?: number
+  /** Longest successful output, in characters, a model reads. Default 30 000. */
+  maxOutputChars?: number
+  /** Longest error text, in characters; longer ones keep head and tail. Default 10 000. */
+  maxErrorChars?: number
+}
+
+/**
+ * What the caller knows about the turn. toolgate reads the fields below; everything else is passed to handlers
+ * untouched (`ctx.context`).
+ */
+export interface ExecutionContext {
+  /** When set, only these tools (names or `*` globs) may run, be listed or be suggested. */
+  allowedTools?: string[]
+  /** These tools (names or `*` globs) may not run and are never listed or suggested. */
+  deniedTools?: string[]
+  /** Tools marked `needsApproval` that are approved for this turn. */
+  approvedTools?: string[]
+  [key: string]: unknown
+}
+
+export interface ExecuteOptions<Ctx = ExecutionContext> {
+  /** Aborting it aborts running handlers and cancels calls not yet started. */
+  signal?: AbortSignal
+  context?: Ctx
+}
+
+/** Anthropic `tool_use` content block. */
+export interface AnthropicToolUse {
+  type: 'tool_use'
+  id: string
+  name: string
+  input: unknown
+}
+/** OpenAI Responses API `function_call` output item (`arguments` is a JSON string). */
+export interface OpenAIResponsesFunctionCall {
+  type: 'function_call'
+  call_id: string
+  name: string
+  arguments: string
+  id?: string
+}
+/** OpenAI Chat Completions `message.tool_calls[i]`. */
+export interface OpenAIChatToolCall {
+  id: string
+  type: 'function'
+  function: { name: string; arguments: string }
+}
+/** AI SDK tool-call part (`input` in v5, `args` in v4). */
+export interface AISDKToolCall {
+  type: 'tool-call'
+  toolCallId: string
+  toolName: string
+  input?: unknown
+  args?: unknown
+}
+/** Any other call: a missing id is generated; an empty arguments string means `{}`. */
+export interface GenericToolCall {
+  id?: string
+  name: string
+  arguments?: string | Record<string, unknown>
+  input?: unknown
+}
+export type ToolCall = AnthropicToolUse | OpenAIResponsesFunctionCall | OpenAIChatToolCall | AISDKToolCall | GenericToolCall
+
+/** One station's verdict on a call, in pipeline order. */
+export interface StationMark {
+  station: 'lookup' | 'parse' | 'validate' | 'permission' | 'invoke' | 'normalize' | 'shape'
+  outcome: string
+}
+
+export interface ToolResultMetadata {
+  /** A process-style result's stderr, whole (the model sees a summary). */
+  stderr?: string
+  exitCode?: unknown
+  /** The handler's object or array return value, parsed back from the JSON the model reads. */
+  structured?: unknown
+  /** A thrown Error's name, `code` and stack (never shown to the model). */
+  errorName?: string
+  errorCode?: string | number
+  stack?: string
+  /** Length in characters before truncation, when `truncated`. */
+  originalChars?: number
+  /** The stations the call passed and what each decided: the call's trace record. */
+  stages: StationMark[]
+  /** When the turn began, in ms since the Unix epoch. */
+  startedAt: number
+  /** How long the call waited for the scheduler before its handler started, in ms. */
+  queuedMs?: number
+}
+
+export interface ToolResult {
+  callId: string
+  name: string
+  /** Decided by the executor, never inferred from the output. */
+  success: boolean
+  /** What the model reads: the output on success, `Error (kind): …` on failure. */
+  output: string
+  /** What went wrong and how to fix it, worded for a model. */
+  error?: string
+  errorKind?: ErrorKind
+  /** May the same call succeed later, unchanged? */
+  retryable: boolean
+  /** How long the handler ran, in ms (0 when it did not run). */
+  latencyMs: number
+  /** How many times the handler was started (0 when the call was refused before invoke). */
+  attempts: number
+  cached: boolean
+  truncated: boolean
+  metadata: ToolResultMetadata
+}
+
+export interface RegisteredTool {
+  name: string
+  description: string
+  parameters: JsonSchema
+  readOnly: boolean
+  idempotent: boolean
+  needsApproval: boolean
+  timeoutMs: number
+  maxOutputChars: number
+}
+
+export type DefinitionFormat = 'openai-responses' | 'openai-chat' | 'anthropic' | 'ai-sdk'
+
+export interface OpenAIResponsesTool {
+  type: 'function'
+  name: string
+  description: string
+  parameters: JsonSchema
+}
+export interface OpenAIChatTool {
+  type: 'function'
+  function: { name: string; description: string; parameters: JsonSchema }
+}
+export interface AnthropicTool {
+  name: string
+  description: string
+  input_schema: JsonSchema
+}
+/** The AI SDK's provider-level function tool (LanguageModelV2FunctionTool). */
+export interface AISDKFunctionTool {
+  type: 'function'
+  name: string
+  description: string
+  inputSchema: JsonSchema
+}
+
+export interface DefinitionsOptions {
+  /** Only the tools this context may use. */
+  context?: ExecutionContext
+}
+
+export declare class ToolExecutor<Ctx extends ExecutionContext = ExecutionContext> {
+  constructor(options?: ExecutorOptions)
+  /** Throws on a bad name, a schema that does not compile, a duplicate name (unless `replace`), or an unknown field. */
+  register<Args = any>(spec: ToolSpec<Args, Ctx>): this
+  /** Removes a tool; false when there was none by that name. */
+  unregister(name: string): boolean
+  list(options?: DefinitionsOptions): RegisteredTool[]
+  definitions(format: 'openai-responses', options?: DefinitionsOptions): OpenAIResponsesTool[]
+  definitions(format: 'openai-chat', options?: DefinitionsOptions): OpenAIChatTool[]
+  definitions(format: 'anthropic', options?: DefinitionsOptions): AnthropicTool[]
+  /** With the AI SDK's `jsonSchema` helper: the `tools` record `generateText` takes (without `execute`). */
+  definitions<S>(
+    format: 'ai-sdk',
+    options: DefinitionsOptions & { jsonSchema: (schema: JsonSchema) => S },
+  ): Record<string, { description: string; inputSchema: S }>
+  definitions(format: 'ai-sdk', options?: DefinitionsOptions): AISDKFunctionTool[]
+  /** Handlers running now, across all turns. */
+  readonly running: number
+  /**
+   * Runs one turn. Resolves to one result per call, in input order; every failure is a result.
+   * Rejects only for programmer errors: `calls` not an array, a malformed `context` or `signal`.
+   */
+  execute(calls: readonly ToolCall[], options?: ExecuteOptions<Ctx>): Promise<ToolResult[]>
+}
+
+export type ResultFormat = 'anthropic' | 'openai-responses' | 'openai-chat' | 'ai-sdk'
+
+export interface AnthropicToolResultBlock {
+  type: 'tool_result'
+  tool_use_id: string
+  content: string
+  is_error?: true
+}
+export interface AnthropicUserMessage {
+  role: 'user'
+  content: AnthropicToolResultBlock[]
+}
+export interface OpenAIFunctionCallOutput {
+  type: 'function_call_output'
+  call_id: string
+  output: string
+}
+export interface OpenAIChatToolMessage {
+  role: 'tool'
+  tool_call_id: string
+  content: string
+}
+export interface AISDKToolResultPart {
+  type: 'tool-result'
+  toolCallId: string
+  toolName: string
+  output: { type: 'text' | 'error-text'; value: string }
+}
+export interface AISDKToolMessage {
+  role: 'tool'
+  content: AISDKToolResultPart[]
+}
+
+/** One Anthropic user message of `tool_result` blocks (failures carry `is_error: true`). */
+export declare function formatResults(results: readonly ToolResult[], format: 'anthropic'): AnthropicUserMessage
+/** OpenAI Responses `function_call_output` input items. */
+export declare function formatResults(results: readonly ToolResult[], format: 'openai-responses'): OpenAIFunctionCallOutput[]
+/** Chat Completions `tool` messages. */
+export declare function formatResults(results: readonly ToolResult[], format: 'openai-chat'): OpenAIChatToolMessage[]
+/** One AI SDK tool message of tool-result parts. */
+export declare function formatResults(results: readonly ToolResult[], format: 'ai-sdk'): AISDKToolMessage
+
+/** The text a model should read for one result. */
+export declare function forLlm(result: ToolResult): string

@@ -1,0 +1,142 @@
+//! The Node binding: conversions between JS and the core engine, and the wake-up from the deadline watcher.
+//! Data crosses as strings; the JS layer (index.js) runs the handlers and drives the engine.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use napi::bindgen_prelude::{Function, Result};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{Env, Error, Status};
+use napi_derive::napi;
+use toolgate_core::{DefinitionFormat, EngineOptions, Outcome, Policy, Step, ToolSpec};
+
+/// Called with the engine's id when one of its deadlines has passed. Weak: it never keeps Node alive by itself;
+/// the engine holds a reference only while deadlines are armed (see `keep_alive`).
+type Wake = ThreadsafeFunction<u32, (), u32, Status, false, true>;
+
+static NEXT_ENGINE_ID: AtomicU32 = AtomicU32::new(1);
+
+#[napi]
+pub struct Engine {
+    inner: toolgate_core::Engine,
+    id: u32,
+    /// Shared with the deadline watcher, which calls it from a tokio thread.
+    wake: Arc<Mutex<Wake>>,
+    watching: bool,
+}
+
+fn fail(message: String) -> Error {
+    Error::new(Status::InvalidArg, message)
+}
+
+fn policy(json: &str) -> Result<Policy> {
+    Policy::from_json(json).map_err(fail)
+}
+
+#[napi]
+impl Engine {
+    #[napi(constructor)]
+    pub fn new(options_json: String, wake: Function<u32, ()>) -> Result<Self> {
+        let options = EngineOptions::from_json(&options_json).map_err(fail)?;
+        let wake = wake.build_threadsafe_function().weak::<true>().callee_handled::<false>().build()?;
+        Ok(Engine {
+            inner: toolgate_core::Engine::new(options),
+            id: NEXT_ENGINE_ID.fetch_add(1, Ordering::Relaxed),
+            wake: Arc::new(Mutex::new(wake)),
+            watching: false,
+        })
+    }
+
+    #[napi(getter)]
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    #[napi]
+    pub fn register(&mut self, spec_json: String) -> Result<()> {
+        let spec = ToolSpec::from_json(&spec_json).map_err(fail)?;
+        self.inner.register(spec).map_err(fail)
+    }
+
+    #[napi]
+    pub fn unregister(&mut self, name: String) -> bool {
+        self.inner.unregister(&name)
+    }
+
+    #[napi]
+    pub fn list(&self, policy_json: String) -> Result<String> {
+        Ok(self.inner.list(&policy(&policy_json)?).to_string())
+    }
+
+    #[napi]
+    pub fn definitions(&self, format: String, policy_json: String) -> Result<String> {
+        let format = DefinitionFormat::parse(&format).map_err(fail)?;
+        Ok(self.inner.definitions(format, &policy(&policy_json)?).to_string())
+    }
+
+    /// Opens a turn: the step names the turn and the handlers to start (or says it is already done).
+    /// `cancelled` is the reason when the turn's signal had fired before it began.
+    #[napi]
+    pub fn begin(&mut self, env: Env, calls_json: String, policy_json: String, cancelled: Option<String>) -> Result<String> {
+        let policy = policy(&policy_json)?;
+        let step = self.inner.begin(&calls_json, &policy, cancelled.as_deref(), Instant::now()).map_err(fail)?;
+        self.answer(&env, step)
+    }
+
+    #[napi]
+    pub fn complete(&mut self, env: Env, run: u32, kind: String, payload: String) -> Result<String> {
+        let outcome = Outcome::from_parts(&kind, payload).map_err(fail)?;
+        let step = self.inner.complete(run, outcome, Instant::now());
+        self.answer(&env, step)
+    }
+
+    #[napi]
+    pub fn expire(&mut self, env: Env) -> Result<String> {
+        let step = self.inner.expire(Instant::now());
+        self.answer(&env, step)
+    }
+
+    #[napi]
+    pub fn cancel(&mut self, env: Env, turn: u32, reason: String) -> Result<String> {
+        let step = self.inner.cancel(turn, &reason, Instant::now());
+        self.answer(&env, step)
+    }
+
+    #[napi]
+    pub fn finish(&mut self, turn: u32) -> Result<String> {
+        self.inner.finish(turn).map_err(fail)
+    }
+
+    #[napi(getter)]
+    pub fn running(&self) -> u32 {
+        self.inner.running() as u32
+    }
+
+    fn answer(&mut self, env: &Env, step: Step) -> Result<String> {
+        self.keep_alive(env)?;
+        Ok(step.to_wire())
+    }
+
+    /// While any deadline is armed, the process must stay up to deliver it (a handler that never settles holds
+    /// nothing in Node's event loop); once none is, the engine must not keep Node alive.
+    #[allow(deprecated)] // ref/unref of a tsfn: exactly napi_ref_threadsafe_function, which is what is meant
+    fn keep_alive(&mut self, env: &Env) -> Result<()> {
+        if self.inner.deadlines().is_empty() {
+            return lock(&self.wake).unref(env);
+        }
+        if !self.watching {
+            let wake = self.wake.clone();
+            let id = self.id;
+            napi::bindgen_prelude::spawn(self.inner.deadlines().watch(move || {
+                lock(&wake).call(id, ThreadsafeFunctionCallMode::NonBlocking);
+            }));
+            self.watching = true;
+        }
+        lock(&self.wake).refer(env)
+    }
+}
+
+fn lock(wake: &Mutex<Wake>) -> MutexGuard<'_, Wake> {
+    wake.lock().unwrap_or_else(|p| p.into_inner())
+}
