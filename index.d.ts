@@ -136,11 +136,10 @@ export interface GenericToolCall {
 }
 export type ToolCall = AnthropicToolUse | OpenAIResponsesFunctionCall | OpenAIChatToolCall | AISDKToolCall | GenericToolCall
 
-/** One station's verdict on a call, in pipeline order. */
-export interface StationMark {
-  station: 'lookup' | 'parse' | 'validate' | 'permission' | 'invoke' | 'normalize' | 'shape'
-  outcome: string
-}
+/** The stations a call reached. */
+export type Station = 'lookup' | 'parse' | 'validate' | 'permission' | 'invoke' | 'normalize' | 'shape'
+/** One station's verdict on a call, as `"station:outcome"`, e.g. `"permission:allowed"`, `"invoke:timeout"`. */
+export type StationMark = `${Station}:${string}`
 
 export interface ToolResultMetadata {
   /** A process-style result's stderr, whole (the model sees a summary). */
@@ -154,7 +153,7 @@ export interface ToolResultMetadata {
   stack?: string
   /** Length in characters before truncation, when `truncated`. */
   originalChars?: number
-  /** The stations the call passed and what each decided: the call's trace record. */
+  /** The stations the call passed, in order, and what each decided: the call's trace record. */
   stages: StationMark[]
   /** When the turn began, in ms since the Unix epoch. */
   startedAt: number

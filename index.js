@@ -121,10 +121,10 @@ class ToolExecutor {
 
   #start([run, turnId, callId, name, args]) {
     const turn = this.#turns.get(turnId)
-    const controller = new AbortController()
-    this.#runs.set(run, { controller, turn })
+    const call = new RunningCall(turn)
+    this.#runs.set(run, call)
     const handler = this.#handlers.get(name)
-    const ctx = { signal: controller.signal, callId, toolName: name, context: turn.context }
+    const ctx = new HandlerContext(call, callId, name, turn.context)
     let returned
     try {
       if (!handler) throw new Error(`tool "${name}" was unregistered before this call started`)
@@ -147,14 +147,11 @@ class ToolExecutor {
   }
 
   #abort(run) {
-    const entry = this.#runs.get(run)
-    if (!entry) return
+    const call = this.#runs.get(run)
+    if (!call) return
     this.#runs.delete(run)
-    const { turn } = entry
-    const reason = turn.abortReason !== undefined
-      ? turn.abortReason
-      : new DOMException('The tool call exceeded its time limit', 'TimeoutError')
-    entry.controller.abort(reason)
+    const { turn } = call
+    call.abort(turn.abortReason !== undefined ? turn.abortReason : new DOMException('The tool call exceeded its time limit', 'TimeoutError'))
   }
 
   #finish(turnId) {
@@ -163,6 +160,44 @@ class ToolExecutor {
     if (this.#turns.size === 0) live.delete(this.#engine.id)
     if (turn.onAbort) turn.signal.removeEventListener('abort', turn.onAbort)
     turn.resolve(JSON.parse(this.#engine.finish(turnId)))
+  }
+}
+
+/** A handler in flight. Its AbortController is made only when the handler reads `ctx.signal`: most never do,
+ * and making one costs more than the rest of a trivial call's bookkeeping in JS. */
+class RunningCall {
+  constructor(turn) {
+    this.turn = turn
+    this.controller = undefined
+    this.abortReason = undefined
+  }
+
+  get signal() {
+    if (this.controller === undefined) {
+      this.controller = new AbortController()
+      if (this.abortReason !== undefined) this.controller.abort(this.abortReason)
+    }
+    return this.controller.signal
+  }
+
+  abort(reason) {
+    this.abortReason = reason
+    this.controller?.abort(reason)
+  }
+}
+
+class HandlerContext {
+  #call
+  constructor(call, callId, toolName, context) {
+    this.#call = call
+    this.callId = callId
+    this.toolName = toolName
+    this.context = context
+  }
+
+  /** Aborted when the call times out or its turn is cancelled. */
+  get signal() {
+    return this.#call.signal
   }
 }
 

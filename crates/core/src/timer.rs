@@ -13,6 +13,8 @@ use tokio::sync::Notify;
 #[derive(Default)]
 struct State {
     entries: BTreeSet<(Instant, u32)>,
+    /// When the sleeping watcher will look again by itself; arming a later deadline need not wake it.
+    looks_at: Option<Instant>,
     closed: bool,
 }
 
@@ -35,7 +37,7 @@ impl Deadlines {
 
     pub fn arm(&self, at: Instant, key: u32) {
         let mut state = self.state();
-        let earlier = state.entries.first().is_none_or(|&(first, _)| at < first);
+        let earlier = state.looks_at.is_none_or(|looks_at| at < looks_at);
         state.entries.insert((at, key));
         drop(state);
         if earlier {
@@ -84,11 +86,13 @@ impl Deadlines {
             loop {
                 let changed = shared.notify.notified();
                 let next = {
-                    let state = shared.state.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut state = shared.state.lock().unwrap_or_else(|p| p.into_inner());
                     if state.closed {
                         return;
                     }
-                    state.entries.first().map(|&(at, _)| at)
+                    let next = state.entries.first().map(|&(at, _)| at);
+                    state.looks_at = next.filter(|&at| at > Instant::now());
+                    next
                 };
                 match next {
                     None => changed.await,

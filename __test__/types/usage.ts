@@ -1,0 +1,66 @@
+// Compiled with `tsc --noEmit` in `npm test`: the public types as a user writes against them.
+// `@ts-expect-error` lines must stay errors, so the types also refuse what they should.
+
+import { ToolExecutor, formatResults, forLlm, ERROR_KINDS } from '../..'
+import type { ErrorKind, ToolCall, ToolResult, ToolContext, ExecutionContext, AnthropicTool } from '../..'
+
+interface AppContext extends ExecutionContext {
+  userId: string
+}
+
+const gate = new ToolExecutor<AppContext>({ defaultTimeoutMs: 5_000, concurrency: 4, maxOutputChars: 20_000 })
+
+gate.register<{ query: string; limit?: number }>({
+  name: 'web_search',
+  description: 'Search the web',
+  parameters: { type: 'object', properties: { query: { type: 'string' }, limit: { type: 'integer' } }, required: ['query'] },
+  readOnly: true,
+  handler: async (args, ctx: ToolContext<AppContext>) => {
+    const q: string = args.query
+    const user: string | undefined = ctx.context?.userId
+    ctx.signal.throwIfAborted()
+    return { q, user, id: ctx.callId, tool: ctx.toolName }
+  },
+})
+
+gate.register({ name: 'write_file', handler: () => undefined, timeoutMs: 1_000, needsApproval: true, replace: true })
+
+// @ts-expect-error a tool needs a handler
+gate.register({ name: 'no_handler' })
+
+const anthropicTools: AnthropicTool[] = gate.definitions('anthropic')
+const responsesTools = gate.definitions('openai-responses', { context: { userId: 'u', allowedTools: ['web_*'] } })
+const chatTools = gate.definitions('openai-chat')
+const aiSdkRecord = gate.definitions('ai-sdk', { jsonSchema: (s) => ({ wrapped: s }) })
+const aiSdkTools = gate.definitions('ai-sdk')
+void [anthropicTools, responsesTools[0].parameters, chatTools[0].function.name, aiSdkRecord['web_search'].inputSchema.wrapped, aiSdkTools[0].inputSchema]
+
+const calls: ToolCall[] = [
+  { type: 'tool_use', id: 'toolu_1', name: 'web_search', input: { query: 'rust' } },
+  { type: 'function_call', call_id: 'call_1', name: 'web_search', arguments: '{"query":"napi"}' },
+  { id: 'call_2', type: 'function', function: { name: 'web_search', arguments: '' } },
+  { type: 'tool-call', toolCallId: 't3', toolName: 'web_search', input: {} },
+  { name: 'web_search', arguments: { query: 'x' } },
+]
+
+async function turn(): Promise<void> {
+  const controller = new AbortController()
+  const results: ToolResult[] = await gate.execute(calls, { signal: controller.signal, context: { userId: 'u1', deniedTools: ['write_*'] } })
+  for (const r of results) {
+    const kind: ErrorKind | undefined = r.errorKind
+    const text: string = forLlm(r)
+    const stations: string[] = r.metadata.stages.map((m) => m.split(':')[0])
+    void [kind, text, stations, r.latencyMs, r.retryable, r.metadata.structured]
+  }
+  const anthropic = formatResults(results, 'anthropic')
+  const blocks: 'tool_result'[] = anthropic.content.map((b) => b.type)
+  const responses = formatResults(results, 'openai-responses')
+  const chat = formatResults(results, 'openai-chat')
+  const aiSdk = formatResults(results, 'ai-sdk')
+  void [blocks, responses[0].call_id, chat[0].tool_call_id, aiSdk.content[0].output.type, gate.running, gate.list()[0].readOnly]
+  // @ts-expect-error results cannot be formatted for an unknown provider
+  formatResults(results, 'gemini')
+}
+
+const kinds: readonly ErrorKind[] = ERROR_KINDS
+void [turn, kinds, gate.unregister('write_file')]

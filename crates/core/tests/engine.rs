@@ -1,0 +1,345 @@
+//! The engine driven as a host drives it, with a fake invoker in place of JS handlers and a hand-moved clock.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use toolgate_core::{DefinitionFormat, Engine, EngineOptions, ErrorKind, Outcome, Policy, Start, Step, ToolResult, ToolSpec};
+
+/// What a fake handler does when started.
+#[derive(Clone)]
+enum Behaviour {
+    Return(Outcome),
+    Hang,
+}
+
+struct Host {
+    engine: Engine,
+    handlers: HashMap<String, Behaviour>,
+    now: Instant,
+    /// Every handler start and end, in order: ("start"|"end"|"abort", tool name).
+    log: Vec<(&'static str, String)>,
+    running: HashMap<u32, String>,
+    done: Vec<u32>,
+}
+
+fn spec(json: Value) -> ToolSpec {
+    ToolSpec::from_json(&json.to_string()).unwrap()
+}
+
+impl Host {
+    fn new(options: Value) -> Self {
+        Host {
+            engine: Engine::new(EngineOptions::from_json(&options.to_string()).unwrap()),
+            handlers: HashMap::new(),
+            now: Instant::now(),
+            log: vec![],
+            running: HashMap::new(),
+            done: vec![],
+        }
+    }
+
+    fn tool(&mut self, spec_json: Value, behaviour: Behaviour) -> &mut Self {
+        let spec = spec(spec_json);
+        self.handlers.insert(spec.name.clone(), behaviour);
+        self.engine.register(spec).unwrap();
+        self
+    }
+
+    /// Applies a step; handlers that return settle in start order once the step's starts are all made,
+    /// as JS settles them on later microtasks.
+    fn apply(&mut self, step: Step) {
+        self.done.extend(&step.done);
+        for run in step.abort {
+            if let Some(name) = self.running.remove(&run) {
+                self.log.push(("abort", name));
+            }
+        }
+        let starts: Vec<Start> = step.start;
+        for s in &starts {
+            self.log.push(("start", s.name.clone()));
+            self.running.insert(s.run, s.name.clone());
+        }
+        for s in starts {
+            if let Behaviour::Return(outcome) = self.handlers[&s.name].clone() {
+                if self.running.remove(&s.run).is_some() {
+                    self.log.push(("end", s.name.clone()));
+                    let next = self.engine.complete(s.run, outcome, self.now);
+                    self.apply(next);
+                }
+            }
+        }
+    }
+
+    fn begin(&mut self, calls: Value, policy: Policy) -> u32 {
+        let step = self.engine.begin(&calls.to_string(), &policy, None, self.now).unwrap();
+        let turn = step.turn.unwrap();
+        self.apply(step);
+        turn
+    }
+
+    fn advance_clock(&mut self, ms: u64) {
+        self.now += Duration::from_millis(ms);
+        let step = self.engine.expire(self.now);
+        self.apply(step);
+    }
+
+    fn results(&mut self, turn: u32) -> Vec<ToolResult> {
+        assert!(self.done.contains(&turn), "turn {turn} is not done");
+        self.engine.take_results(turn).unwrap()
+    }
+
+    fn run(&mut self, calls: Value) -> Vec<ToolResult> {
+        let turn = self.begin(calls, Policy::default());
+        self.results(turn)
+    }
+}
+
+fn text(s: &str) -> Behaviour {
+    Behaviour::Return(Outcome::Text(s.into()))
+}
+
+fn search_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "minLength": 2},
+            "max_results": {"type": "integer", "minimum": 1, "maximum": 50},
+            "sort": {"enum": ["relevance", "date"]},
+            "filters": {"type": "array", "items": {"type": "object", "properties": {"field": {"type": "string"}}, "required": ["field"]}}
+        },
+        "required": ["query"],
+        "additionalProperties": false
+    })
+}
+
+fn host() -> Host {
+    let mut h = Host::new(json!({"defaultTimeoutMs": 1000}));
+    h.tool(json!({"name": "search", "readOnly": true, "parameters": search_schema()}), text("found"));
+    h.tool(json!({"name": "write_file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}), text("written"));
+    h.tool(json!({"name": "deploy", "needsApproval": true}), text("deployed"));
+    h.tool(json!({"name": "hang", "readOnly": true, "timeoutMs": 100}), Behaviour::Hang);
+    h.tool(json!({"name": "hang_write", "timeoutMs": 100}), Behaviour::Hang);
+    h
+}
+
+fn error(r: &ToolResult) -> &str {
+    r.error.as_deref().unwrap_or("")
+}
+
+#[test]
+fn every_call_gets_one_result_in_input_order() {
+    let mut h = host();
+    let results = h.run(json!([
+        {"type": "tool_use", "id": "a", "name": "search", "input": {"query": "rust"}},
+        {"type": "function_call", "call_id": "b", "name": "nope", "arguments": "{}"},
+        {"id": "c", "type": "function", "function": {"name": "search", "arguments": "{\"query\": "}},
+        {"type": "tool-call", "toolCallId": "d", "toolName": "write_file", "input": {"path": "x"}},
+    ]));
+    let ids: Vec<_> = results.iter().map(|r| r.call_id.as_str()).collect();
+    assert_eq!(ids, ["a", "b", "c", "d"]);
+    let kinds: Vec<_> = results.iter().map(|r| r.error_kind).collect();
+    assert_eq!(kinds, [None, Some(ErrorKind::UnknownTool), Some(ErrorKind::InvalidArguments), None]);
+    assert_eq!(results[0].output, "found");
+    assert_eq!(results[0].attempts, 1);
+    assert_eq!(results[1].attempts, 0, "a refused call never reaches invoke");
+    let stations: Vec<_> = results[0].metadata.stages.iter().map(|m| m.station).collect();
+    assert_eq!(stations, ["lookup", "parse", "validate", "permission", "invoke", "normalize", "shape"]);
+    assert_eq!(results[2].metadata.stages.last().unwrap().station, "parse");
+}
+
+#[test]
+fn schema_errors_are_all_listed_with_paths_and_never_echo_values() {
+    let mut h = host();
+    let secret = "sk-live-abcdefghijklmnopqrstuvwx";
+    let results = h.run(json!([{"name": "search", "arguments": json!({
+        "max_results": secret, "sort": "newest", "extra": 1, "filters": [{"field": "a"}, {}]
+    }).to_string()}]));
+    let e = error(&results[0]);
+    assert!(e.contains("(5 problems)"), "{e}");
+    assert!(e.contains("- (arguments): missing required property \"query\""), "{e}");
+    assert!(e.contains("- /max_results: must be an integer, got a string"), "{e}");
+    assert!(e.contains("- /sort: must be one of \"relevance\", \"date\""), "{e}");
+    assert!(e.contains("unexpected property \"extra\""), "{e}");
+    assert!(e.contains("- /filters/1: missing required property \"field\""), "{e}");
+    assert!(!e.contains(secret) && !e.contains("newest"), "values are not echoed: {e}");
+    assert!(!results[0].retryable);
+}
+
+#[test]
+fn ranges_and_lengths_are_worded_from_the_schema() {
+    let mut h = host();
+    let results = h.run(json!([{"name": "search", "input": {"query": "x", "max_results": 99}}]));
+    let e = error(&results[0]);
+    assert!(e.contains("- /query: must be at least 2 characters long"), "{e}");
+    assert!(e.contains("- /max_results: must be at most 50"), "{e}");
+}
+
+#[test]
+fn unknown_tools_are_suggested_only_from_what_the_context_may_use() {
+    let mut h = host();
+    let policy = Policy { denied_tools: vec!["write_*".into()], ..Policy::default() };
+    let turn = h.begin(json!([{"name": "Search"}, {"name": "write-file"}]), policy);
+    let results = h.results(turn);
+    assert!(error(&results[0]).contains("Did you mean \"search\"?"));
+    let e = error(&results[1]);
+    assert!(!e.contains("write_file"), "a denied tool is never named: {e}");
+    assert!(e.contains("Available tools: search, deploy, hang, hang_write."), "{e}");
+}
+
+#[test]
+fn permission_says_not_allowed_and_approval_is_separate() {
+    let mut h = host();
+    let policy = Policy { allowed_tools: Some(vec!["search".into(), "deploy".into()]), ..Policy::default() };
+    let turn = h.begin(json!([{"name": "write_file", "input": {"path": "a"}}, {"name": "deploy"}]), policy);
+    let results = h.results(turn);
+    assert_eq!(results[0].error_kind, Some(ErrorKind::PermissionDenied));
+    assert!(error(&results[0]).contains("is not allowed in this context"));
+    assert!(!error(&results[0]).contains("invalid"));
+    assert_eq!(results[1].error_kind, Some(ErrorKind::ApprovalDenied));
+    assert!(h.log.is_empty(), "no handler ran");
+
+    let approved = Policy { approved_tools: vec!["deploy".into()], ..Policy::default() };
+    let turn = h.begin(json!([{"name": "deploy"}]), approved);
+    assert_eq!(h.results(turn)[0].output, "deployed");
+}
+
+#[test]
+fn reads_run_together_and_a_write_runs_alone_after_them() {
+    let mut h = Host::new(json!({}));
+    h.tool(json!({"name": "r", "readOnly": true}), Behaviour::Hang);
+    h.tool(json!({"name": "w"}), text("ok"));
+    let turn = h.begin(json!([{"name": "r"}, {"name": "r"}, {"name": "w"}, {"name": "r"}]), Policy::default());
+    let starts: Vec<_> = h.log.iter().filter(|(e, _)| *e == "start").map(|(_, n)| n.as_str()).collect();
+    assert_eq!(starts, ["r", "r"], "the write waits for the reads before it");
+    let runs: Vec<u32> = h.running.keys().copied().collect();
+    for run in runs {
+        let step = h.engine.complete(run, Outcome::Text("r".into()), h.now);
+        h.running.remove(&run);
+        h.apply(step);
+    }
+    let order: Vec<_> = h.log.iter().map(|(e, n)| format!("{e}:{n}")).collect();
+    assert_eq!(order[2..], ["start:w", "end:w", "start:r"], "the read after the write starts only when it ended");
+    assert!(!h.done.contains(&turn));
+}
+
+#[test]
+fn concurrency_caps_running_reads() {
+    let mut h = Host::new(json!({"concurrency": 2}));
+    h.tool(json!({"name": "r", "readOnly": true}), Behaviour::Hang);
+    h.begin(json!([{"name": "r"}, {"name": "r"}, {"name": "r"}]), Policy::default());
+    assert_eq!(h.engine.running(), 2);
+}
+
+#[test]
+fn a_hung_handler_times_out_at_its_deadline_and_a_late_settlement_changes_nothing() {
+    let mut h = host();
+    let turn = h.begin(json!([{"name": "hang"}, {"name": "search", "input": {"query": "ok"}}]), Policy::default());
+    h.advance_clock(99);
+    assert!(!h.done.contains(&turn), "not before the deadline");
+    let run = *h.running.keys().next().unwrap();
+    h.advance_clock(1);
+    assert!(h.done.contains(&turn));
+    assert_eq!(h.log.last().unwrap(), &("abort", "hang".to_string()), "the handler's signal is aborted");
+    assert_eq!(h.engine.complete(run, Outcome::Text("late".into()), h.now), Step::default());
+    let results = h.results(turn);
+    assert_eq!(results[0].error_kind, Some(ErrorKind::Timeout));
+    assert!(error(&results[0]).contains("time limit of 100 ms"));
+    assert!(error(&results[0]).contains("retry with a narrower request"), "read-only wording");
+    assert!(results[0].retryable);
+    assert_eq!(results[1].output, "found", "a sibling's result is kept");
+    assert!(h.engine.deadlines().is_empty());
+}
+
+#[test]
+fn a_write_that_times_out_says_its_effect_is_unknown() {
+    let mut h = host();
+    let turn = h.begin(json!([{"name": "hang_write"}]), Policy::default());
+    h.advance_clock(100);
+    let results = h.results(turn);
+    assert!(error(&results[0]).contains("its effect is unknown"));
+    assert!(!results[0].retryable);
+}
+
+#[test]
+fn cancelling_aborts_running_calls_and_reports_the_unstarted() {
+    let mut h = host();
+    let turn = h.begin(json!([{"name": "hang"}, {"name": "write_file"}, {"name": "nope"}]), Policy::default());
+    let step = h.engine.cancel(turn, "aborted by the caller: user pressed stop", h.now);
+    h.apply(step);
+    assert_eq!(h.log, [("start", "hang".to_string()), ("abort", "hang".to_string())], "the write never started");
+    let results = h.results(turn);
+    assert_eq!(results[0].error_kind, Some(ErrorKind::Cancelled));
+    assert!(error(&results[0]).contains("stopped while running") && error(&results[0]).contains("user pressed stop"));
+    assert_eq!(results[1].error_kind, Some(ErrorKind::Cancelled));
+    assert!(error(&results[1]).contains("was not run"));
+    assert_eq!(results[2].error_kind, Some(ErrorKind::UnknownTool), "a refused call keeps its own error");
+    assert!(h.engine.deadlines().is_empty());
+}
+
+#[test]
+fn a_turn_begun_cancelled_runs_nothing() {
+    let mut h = host();
+    let step = h.engine.begin(&json!([{"name": "search", "input": {"query": "xy"}}]).to_string(), &Policy::default(), Some("aborted by the caller"), h.now).unwrap();
+    assert!(step.start.is_empty());
+    let turn = step.turn.unwrap();
+    h.apply(step);
+    let results = h.results(turn);
+    assert!(error(&results[0]).contains("was not run"));
+}
+
+#[test]
+fn normalize_and_shape_apply_to_handler_output() {
+    let mut h = Host::new(json!({"maxOutputChars": 10, "maxErrorChars": 40}));
+    h.tool(json!({"name": "big"}), text(&"ü".repeat(25)));
+    h.tool(json!({"name": "obj"}), Behaviour::Return(Outcome::Json(r#"{"z":1,"a":2}"#.into())));
+    h.tool(json!({"name": "bad"}), Behaviour::Return(Outcome::Thrown(json!({"name": "Error", "message": "x".repeat(100)}).to_string())));
+    h.tool(json!({"name": "wide", "maxOutputChars": 100}), text(&"ü".repeat(25)));
+    let results = h.run(json!([{"name": "big"}, {"name": "obj"}, {"name": "bad"}, {"name": "wide"}]));
+    assert!(results[0].truncated && results[0].output.starts_with(&"ü".repeat(10)));
+    assert_eq!(results[0].metadata.original_chars, Some(25));
+    assert_eq!(results[1].metadata.structured, Some(json!({"z": 1, "a": 2})));
+    assert!(results[2].truncated && error(&results[2]).contains("characters omitted"));
+    assert!(!results[3].truncated, "a tool's own limit wins over the executor's");
+}
+
+#[test]
+fn registration_refuses_what_cannot_work() {
+    let mut e = Engine::new(EngineOptions::default());
+    let bad = |e: &mut Engine, v: Value| e.register(spec(v)).unwrap_err();
+    assert!(bad(&mut e, json!({"name": "has space"})).contains("invalid tool name"));
+    assert!(bad(&mut e, json!({"name": "x".repeat(65)})).contains("1 to 64"));
+    assert!(bad(&mut e, json!({"name": "t", "parameters": {"type": "object", "properties": {"a": {"type": "strin"}}}}))
+        .contains("not a valid JSON Schema"));
+    assert!(bad(&mut e, json!({"name": "t", "parameters": {"type": "string"}})).contains("must be a JSON Schema of an object"));
+    e.register(spec(json!({"name": "t"}))).unwrap();
+    assert!(bad(&mut e, json!({"name": "t"})).contains("already registered"));
+    e.register(spec(json!({"name": "t", "description": "new", "replace": true}))).unwrap();
+    assert_eq!(e.list(&Policy::default())[0]["description"], "new");
+    assert!(ToolSpec::from_json(r#"{"name":"t","readonly":true}"#).unwrap_err().contains("unknown field"));
+    assert!(EngineOptions::from_json(r#"{"concurrency":0}"#).unwrap_err().contains("concurrency"));
+    assert!(e.unregister("t") && !e.unregister("t"));
+}
+
+#[test]
+fn timeouts_are_capped_by_the_executor() {
+    let mut e = Engine::new(EngineOptions::from_json(r#"{"defaultTimeoutMs": 500, "maxTimeoutMs": 2000}"#).unwrap());
+    e.register(spec(json!({"name": "a"}))).unwrap();
+    e.register(spec(json!({"name": "b", "timeoutMs": 999999}))).unwrap();
+    let list = e.list(&Policy::default());
+    assert_eq!((list[0]["timeoutMs"].as_u64(), list[1]["timeoutMs"].as_u64()), (Some(500), Some(2000)));
+}
+
+#[test]
+fn definitions_take_each_providers_shape() {
+    let mut e = Engine::new(EngineOptions::default());
+    e.register(spec(json!({"name": "s", "description": "d", "parameters": search_schema()}))).unwrap();
+    let p = Policy::default();
+    let one = |f| e.definitions(f, &p)[0].clone();
+    assert_eq!(one(DefinitionFormat::OpenAiResponses), json!({"type": "function", "name": "s", "description": "d", "parameters": search_schema()}));
+    assert_eq!(one(DefinitionFormat::OpenAiChat)["function"]["parameters"], search_schema());
+    assert_eq!(one(DefinitionFormat::Anthropic), json!({"name": "s", "description": "d", "input_schema": search_schema()}));
+    assert_eq!(one(DefinitionFormat::AiSdk)["inputSchema"], search_schema());
+    let hidden = Policy { denied_tools: vec!["s".into()], ..Policy::default() };
+    assert_eq!(e.definitions(DefinitionFormat::Anthropic, &hidden), json!([]));
+}
