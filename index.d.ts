@@ -2,6 +2,8 @@
 
 /** A JSON Schema describing a tool's arguments object (`type: 'object'` at the root). */
 export type JsonSchema = { [key: string]: unknown }
+/** A registered tool's schema: always says `type: 'object'` (added at registration when only implied). */
+export type ObjectJsonSchema = { type: 'object'; [key: string]: unknown }
 
 /** Why a call failed. Each kind tells a model something different about what to do next. */
 export type ErrorKind =
@@ -185,7 +187,7 @@ export interface ToolResult {
 export interface RegisteredTool {
   name: string
   description: string
-  parameters: JsonSchema
+  parameters: ObjectJsonSchema
   readOnly: boolean
   idempotent: boolean
   needsApproval: boolean
@@ -199,23 +201,25 @@ export interface OpenAIResponsesTool {
   type: 'function'
   name: string
   description: string
-  parameters: JsonSchema
+  parameters: ObjectJsonSchema
+  /** Always false: strict mode would make every optional parameter required. */
+  strict: false
 }
 export interface OpenAIChatTool {
   type: 'function'
-  function: { name: string; description: string; parameters: JsonSchema }
+  function: { name: string; description: string; parameters: ObjectJsonSchema }
 }
 export interface AnthropicTool {
   name: string
   description: string
-  input_schema: JsonSchema
+  input_schema: ObjectJsonSchema
 }
 /** The AI SDK's provider-level function tool (LanguageModelV2FunctionTool). */
 export interface AISDKFunctionTool {
   type: 'function'
   name: string
   description: string
-  inputSchema: JsonSchema
+  inputSchema: ObjectJsonSchema
 }
 
 export interface DefinitionsOptions {
@@ -225,7 +229,7 @@ export interface DefinitionsOptions {
 
 export declare class ToolExecutor<Ctx extends ExecutionContext = ExecutionContext> {
   constructor(options?: ExecutorOptions)
-  /** Throws on a bad name, a schema that does not compile, a duplicate name (unless `replace`), or an unknown field. */
+  /** Throws a TypeError on a bad name, a schema that does not compile, a duplicate name (unless `replace`), or an unknown field. */
   register<Args = any>(spec: ToolSpec<Args, Ctx>): this
   /** Removes a tool; false when there was none by that name. */
   unregister(name: string): boolean
@@ -236,14 +240,15 @@ export declare class ToolExecutor<Ctx extends ExecutionContext = ExecutionContex
   /** With the AI SDK's `jsonSchema` helper: the `tools` record `generateText` takes (without `execute`). */
   definitions<S>(
     format: 'ai-sdk',
-    options: DefinitionsOptions & { jsonSchema: (schema: JsonSchema) => S },
+    options: DefinitionsOptions & { jsonSchema: (schema: ObjectJsonSchema) => S },
   ): Record<string, { description: string; inputSchema: S }>
   definitions(format: 'ai-sdk', options?: DefinitionsOptions): AISDKFunctionTool[]
   /** Handlers running now, across all turns. */
   readonly running: number
   /**
    * Runs one turn. Resolves to one result per call, in input order; every failure is a result.
-   * Rejects only for programmer errors: `calls` not an array, a malformed `context` or `signal`.
+   * Rejects (never throws synchronously) only for programmer errors: `calls` not an array, a malformed
+   * `context` or `signal`.
    */
   execute(calls: readonly ToolCall[], options?: ExecuteOptions<Ctx>): Promise<ToolResult[]>
 }

@@ -36,7 +36,8 @@ class ToolExecutor {
   /** @param {import('./index').ExecutorOptions} [options] */
   constructor(options = {}) {
     if (options === null || typeof options !== 'object') throw new TypeError('new ToolExecutor(options): options must be an object')
-    this.#engine = new Engine(JSON.stringify(pick(options, ENGINE_OPTIONS, 'ToolExecutor options')), wake)
+    const json = JSON.stringify(pick(options, ENGINE_OPTIONS, 'ToolExecutor options'))
+    this.#engine = programmerError(() => new Engine(json, wake))
   }
 
   /** Registers a tool. Throws at once when the spec cannot work (bad name, schema that does not compile, duplicate). */
@@ -46,7 +47,8 @@ class ToolExecutor {
       throw new TypeError(`register(spec): tool "${spec.name}" needs a handler function (args, ctx) => result`)
     }
     const { handler, ...rest } = spec
-    this.#engine.register(JSON.stringify(pick(rest, SPEC_FIELDS, `tool "${spec.name}"`)))
+    const json = JSON.stringify(pick(rest, SPEC_FIELDS, `tool "${spec.name}"`))
+    programmerError(() => this.#engine.register(json))
     this.#handlers.set(spec.name, handler)
     return this
   }
@@ -66,7 +68,8 @@ class ToolExecutor {
     if (!DEFINITION_FORMATS.includes(format)) {
       throw new TypeError(`definitions(format): format must be one of ${DEFINITION_FORMATS.join(', ')}; got ${String(format)}`)
     }
-    const defs = JSON.parse(this.#engine.definitions(format, policyJson(options.context)))
+    const policy = policyJson(options.context)
+    const defs = JSON.parse(this.#engine.definitions(format, policy))
     if (format !== 'ai-sdk' || typeof options.jsonSchema !== 'function') return defs
     // With the AI SDK's jsonSchema helper: the `tools` record generateText/streamText take (no execute: toolgate runs them).
     return Object.fromEntries(defs.map((d) => [d.name, { description: d.description, inputSchema: options.jsonSchema(d.inputSchema) }]))
@@ -82,15 +85,16 @@ class ToolExecutor {
    * programmer errors (calls not an array, a malformed context or signal).
    */
   execute(calls, options = {}) {
-    if (!Array.isArray(calls)) throw new TypeError(`execute(calls): calls must be an array of tool calls, got ${typeof calls}`)
     const { signal, context } = options ?? {}
-    if (signal != null && !(typeof signal.aborted === 'boolean' && typeof signal.addEventListener === 'function')) {
-      throw new TypeError('execute(calls, { signal }): signal must be an AbortSignal')
-    }
-    const cancelled = signal?.aborted ? abortReasonText(signal.reason) : undefined
     let step
     try {
-      step = JSON.parse(this.#engine.begin(serializeCalls(calls), policyJson(context), cancelled))
+      if (!Array.isArray(calls)) throw new TypeError(`execute(calls): calls must be an array of tool calls, got ${typeof calls}`)
+      if (signal != null && !(typeof signal.aborted === 'boolean' && typeof signal.addEventListener === 'function')) {
+        throw new TypeError('execute(calls, { signal }): signal must be an AbortSignal')
+      }
+      const cancelled = signal?.aborted ? abortReasonText(signal.reason) : undefined
+      const policy = policyJson(context)
+      step = JSON.parse(programmerError(() => this.#engine.begin(serializeCalls(calls), policy, cancelled)))
     } catch (err) {
       return Promise.reject(err)
     }
@@ -121,10 +125,12 @@ class ToolExecutor {
 
   #start([run, turnId, callId, name, args]) {
     const turn = this.#turns.get(turnId)
+    // A handler earlier in the same step may have aborted the turn's signal: the turn is answered already.
+    if (turn === undefined) return
     const call = new RunningCall(turn)
     this.#runs.set(run, call)
     const handler = this.#handlers.get(name)
-    const ctx = new HandlerContext(call, callId, name, turn.context)
+    const ctx = handlerContext(call, callId, name, turn.context)
     let returned
     try {
       if (!handler) throw new Error(`tool "${name}" was unregistered before this call started`)
@@ -142,8 +148,14 @@ class ToolExecutor {
   #settle(run, value, describe) {
     // A run no longer listed timed out or was cancelled: the engine has already answered for it.
     if (!this.#runs.delete(run)) return
-    const [kind, payload] = describe(value)
-    this.#apply(this.#engine.complete(run, kind, payload))
+    let outcome
+    try {
+      outcome = describe(value)
+    } catch (err) {
+      // A getter or toJSON that throws while being read: the call fails, the turn goes on.
+      outcome = ['unrepresentable', `reading it threw (${err?.message ?? String(err)})`]
+    }
+    this.#apply(this.#engine.complete(run, outcome[0], outcome[1]))
   }
 
   #abort(run) {
@@ -186,18 +198,19 @@ class RunningCall {
   }
 }
 
-class HandlerContext {
-  #call
-  constructor(call, callId, toolName, context) {
-    this.#call = call
-    this.callId = callId
-    this.toolName = toolName
-    this.context = context
-  }
+/** What a handler gets as `ctx`. `signal` is an own enumerable getter, so `{ ...ctx }` keeps it. */
+function handlerContext(call, callId, toolName, context) {
+  const ctx = { callId, toolName, context }
+  Object.defineProperty(ctx, 'signal', { get: () => call.signal, enumerable: true })
+  return ctx
+}
 
-  /** Aborted when the call times out or its turn is cancelled. */
-  get signal() {
-    return this.#call.signal
+/** The engine's refusals of a programmer's input, thrown as the TypeError the JS-side checks throw. */
+function programmerError(fn) {
+  try {
+    return fn()
+  } catch (err) {
+    throw err?.code === 'InvalidArg' ? new TypeError(err.message) : err
   }
 }
 
@@ -260,16 +273,15 @@ function describeReturn(value) {
     case 'number': if (!Number.isFinite(value)) return ['text', String(value)]
   }
   if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return ['text', `(binary data: ${value.byteLength} bytes, not shown)`]
+  let json
   try {
-    return ['json', JSON.stringify(value)]
+    json = JSON.stringify(value)
   } catch (err) {
     if (!(err instanceof TypeError) || !/BigInt/i.test(err.message)) return ['unrepresentable', err.message]
-    try {
-      return ['json', JSON.stringify(value, bigintToString)]
-    } catch (again) {
-      return ['unrepresentable', again.message]
-    }
+    json = JSON.stringify(value, bigintToString)
   }
+  // A toJSON that returns undefined leaves nothing to show.
+  return json === undefined ? ['none', ''] : ['json', json]
 }
 
 /** A thrown value → ['thrown', JSON the engine reads]; name and message for the model, the rest for metadata. */
@@ -279,7 +291,7 @@ function describeThrown(err) {
       const code = err.code
       return ['thrown', JSON.stringify({
         name: typeof err.name === 'string' ? err.name : 'Error',
-        message: err.message,
+        message: typeof err.message === 'string' ? err.message : reprOf(err.message),
         stack: typeof err.stack === 'string' ? err.stack : undefined,
         code: typeof code === 'string' || typeof code === 'number' ? code : undefined,
         retryable: err.retryable === true,

@@ -222,6 +222,13 @@ impl Engine {
         slot.marks.push(mark("lookup", "found"));
         let name = tool.spec.name.clone();
         slot.tool = Some(tool.clone());
+        // A tool this context may not use is refused before its arguments are read: validating them would
+        // only teach the model the parameters of a tool it cannot call.
+        if !policy.visible(&tool) {
+            let (kind, error) = policy.permit(&tool).expect_err("an invisible tool is never permitted");
+            refuse(&mut slot, "permission", &name, kind, error);
+            return (slot, None);
+        }
         let args = match parse::parse(call.args) {
             Ok(args) => args,
             Err(error) => {

@@ -104,7 +104,7 @@ fn from_stdio(call_id: String, name: String, obj: Map<String, Value>) -> ToolRes
     let text = |k: &str| obj.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     let (stdout, stderr) = (text("stdout"), text("stderr"));
     let exit_code = obj.get("exitCode").or_else(|| obj.get("code")).filter(|c| !c.is_null()).cloned();
-    let mut output = if stdout.is_empty() { NO_OUTPUT.to_string() } else { stdout };
+    let mut output = if stdout.is_empty() { NO_OUTPUT.to_string() } else { stdout.trim_end_matches(['\n', '\r']).to_string() };
     if let Some(code) = exit_code.as_ref().filter(|c| c.as_i64() != Some(0)) {
         output.push_str(&format!("\n[exit code {code}]"));
     }
@@ -161,7 +161,7 @@ mod tests {
         assert_eq!(r.output, "(no output)\n[stderr] warning: x");
         assert_eq!(r.metadata.stderr.as_deref(), Some("warning: x"));
         let long = "e".repeat(2000);
-        let r = run(Outcome::Json(format!(r#"{{"stdout":"ok","stderr":"{long}","exitCode":2}}"#)));
+        let r = run(Outcome::Json(format!(r#"{{"stdout":"ok\n","stderr":"{long}","exitCode":2}}"#)));
         assert!(r.output.starts_with("ok\n[exit code 2]\n[stderr] eeee"));
         assert!(r.output.ends_with("(1 lines, 2000 characters in all)"));
         assert_eq!(r.metadata.stderr.unwrap().len(), 2000);

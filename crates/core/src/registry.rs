@@ -60,10 +60,17 @@ pub fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn compile(name: &str, schema: &Value) -> Result<Validator, String> {
-    match schema.get("type") {
+/// The schema as providers need it: an object schema that says `type: "object"` (added when only implied).
+fn object_schema(name: &str, schema: Option<Value>) -> Result<Value, String> {
+    let mut schema = schema.unwrap_or_else(|| json!({"type": "object", "properties": {}}));
+    let Value::Object(map) = &mut schema else {
+        return Err(format!("tool \"{name}\": parameters must be a JSON Schema object"));
+    };
+    match map.get("type") {
         Some(Value::String(t)) if t == "object" => {}
-        None if schema.get("properties").is_some() => {}
+        None if map.contains_key("properties") => {
+            map.insert("type".into(), json!("object"));
+        }
         _ => {
             return Err(format!(
                 "tool \"{name}\": parameters must be a JSON Schema of an object ({{ type: 'object', properties: {{…}} }}), \
@@ -71,6 +78,10 @@ fn compile(name: &str, schema: &Value) -> Result<Validator, String> {
             ))
         }
     }
+    Ok(schema)
+}
+
+fn compile(name: &str, schema: &Value) -> Result<Validator, String> {
     jsonschema::options()
         // Patterns run on model output: a linear-time engine, so no pattern can backtrack catastrophically.
         .with_pattern_options(PatternOptions::regex())
@@ -79,7 +90,7 @@ fn compile(name: &str, schema: &Value) -> Result<Validator, String> {
 }
 
 impl Registry {
-    pub fn register(&mut self, spec: ToolSpec, options: &EngineOptions) -> Result<(), String> {
+    pub fn register(&mut self, mut spec: ToolSpec, options: &EngineOptions) -> Result<(), String> {
         check_name(&spec.name)?;
         if self.tools.contains_key(&spec.name) && !spec.replace {
             return Err(format!(
@@ -87,7 +98,7 @@ impl Registry {
                 spec.name
             ));
         }
-        let schema = spec.parameters.clone().unwrap_or_else(|| json!({"type": "object", "properties": {}}));
+        let schema = object_schema(&spec.name, spec.parameters.take())?;
         let validator = compile(&spec.name, &schema)?;
         let tool = Tool {
             timeout_ms: options.timeout_for(&spec),
@@ -146,7 +157,8 @@ impl Registry {
             let (name, description, schema) = (&t.spec.name, &t.spec.description, &t.schema);
             match format {
                 DefinitionFormat::OpenAiResponses => {
-                    json!({"type": "function", "name": name, "description": description, "parameters": schema})
+                    // Responses treats a missing `strict` as strict mode, which would make optional parameters required.
+                    json!({"type": "function", "name": name, "description": description, "parameters": schema, "strict": false})
                 }
                 DefinitionFormat::OpenAiChat => json!({
                     "type": "function",

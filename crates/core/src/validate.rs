@@ -77,6 +77,7 @@ fn describe(error: &ValidationError<'_>) -> String {
         ValidationErrorKind::Not { .. } => "is a value that is not allowed here".into(),
         ValidationErrorKind::FalseSchema => "is not allowed here".into(),
         ValidationErrorKind::Contains => "must contain at least one item of the required form".into(),
+        ValidationErrorKind::PropertyNames { error } => format!("has a property name that is not allowed (the name {})", describe(error)),
         _ => error.masked().to_string(),
     }
 }

@@ -199,6 +199,12 @@ fn permission_says_not_allowed_and_approval_is_separate() {
     assert_eq!(results[1].error_kind, Some(ErrorKind::ApprovalDenied));
     assert!(h.log.is_empty(), "no handler ran");
 
+    let denied = Policy { denied_tools: vec!["search".into()], ..Policy::default() };
+    let turn = h.begin(json!([{"name": "search", "input": {"wrong": 1}}]), denied);
+    let results = h.results(turn);
+    assert_eq!(results[0].error_kind, Some(ErrorKind::PermissionDenied), "refused before its schema could leak");
+    assert!(!error(&results[0]).contains("query"));
+
     let approved = Policy { approved_tools: vec!["deploy".into()], ..Policy::default() };
     let turn = h.begin(json!([{"name": "deploy"}]), approved);
     assert_eq!(h.results(turn)[0].output, "deployed");
@@ -312,6 +318,9 @@ fn registration_refuses_what_cannot_work() {
     assert!(bad(&mut e, json!({"name": "t", "parameters": {"type": "object", "properties": {"a": {"type": "strin"}}}}))
         .contains("not a valid JSON Schema"));
     assert!(bad(&mut e, json!({"name": "t", "parameters": {"type": "string"}})).contains("must be a JSON Schema of an object"));
+    e.register(spec(json!({"name": "implied", "parameters": {"properties": {"a": {"type": "string"}}}}))).unwrap();
+    assert_eq!(e.list(&Policy::default())[0]["parameters"]["type"], "object", "an implied object type is spelled out");
+    assert!(e.unregister("implied"));
     e.register(spec(json!({"name": "t"}))).unwrap();
     assert!(bad(&mut e, json!({"name": "t"})).contains("already registered"));
     e.register(spec(json!({"name": "t", "description": "new", "replace": true}))).unwrap();
@@ -336,7 +345,10 @@ fn definitions_take_each_providers_shape() {
     e.register(spec(json!({"name": "s", "description": "d", "parameters": search_schema()}))).unwrap();
     let p = Policy::default();
     let one = |f| e.definitions(f, &p)[0].clone();
-    assert_eq!(one(DefinitionFormat::OpenAiResponses), json!({"type": "function", "name": "s", "description": "d", "parameters": search_schema()}));
+    assert_eq!(
+        one(DefinitionFormat::OpenAiResponses),
+        json!({"type": "function", "name": "s", "description": "d", "parameters": search_schema(), "strict": false})
+    );
     assert_eq!(one(DefinitionFormat::OpenAiChat)["function"]["parameters"], search_schema());
     assert_eq!(one(DefinitionFormat::Anthropic), json!({"name": "s", "description": "d", "input_schema": search_schema()}));
     assert_eq!(one(DefinitionFormat::AiSdk)["inputSchema"], search_schema());
