@@ -23,7 +23,8 @@ export declare class Engine {
   begin(callsJson: string, policyJson: string, cancelled?: string | undefined | null): string
   complete(run: number, kind: string, payload: string): string
   expire(): string
-  cancel(turn: number, reason: string): string
+  /** `unstarted`: runs handed out whose handlers JS had not started when the turn's signal fired. */
+  cancel(turn: number, reason: string, unstarted: Array<number>): string
   finish(turn: number): string
   get running(): number
 }

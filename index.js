@@ -32,6 +32,9 @@ class ToolExecutor {
   #handlers = new Map()
   #turns = new Map()
   #runs = new Map()
+  /** The starts of the step being applied, and which one is starting now. */
+  #pendingStarts = null
+  #startIndex = 0
 
   /** @param {import('./index').ExecutorOptions} [options] */
   constructor(options = {}) {
@@ -103,7 +106,7 @@ class ToolExecutor {
       if (signal && !signal.aborted) {
         turn.onAbort = () => {
           turn.abortReason = signal.reason
-          this.#apply(this.#engine.cancel(turn.id, abortReasonText(signal.reason)))
+          this.#apply(this.#engine.cancel(turn.id, abortReasonText(signal.reason), this.#unstartedRuns(turn.id)))
         }
         signal.addEventListener('abort', turn.onAbort, { once: true })
       }
@@ -119,8 +122,23 @@ class ToolExecutor {
 
   #applyStep(step) {
     if (step.abort) for (const run of step.abort) this.#abort(run)
-    if (step.start) for (const start of step.start) this.#start(start)
+    if (step.start) {
+      // A handler may abort its own turn while later starts of this step wait: they are then answered as not run.
+      const [outerStarts, outerIndex] = [this.#pendingStarts, this.#startIndex]
+      this.#pendingStarts = step.start
+      for (let i = 0; i < step.start.length; i++) {
+        this.#startIndex = i
+        this.#start(step.start[i])
+      }
+      ;[this.#pendingStarts, this.#startIndex] = [outerStarts, outerIndex]
+    }
     if (step.done) for (const turnId of step.done) this.#finish(turnId)
+  }
+
+  #unstartedRuns(turnId) {
+    const pending = this.#pendingStarts
+    if (pending === null) return []
+    return pending.slice(this.#startIndex + 1).filter((start) => start[1] === turnId).map((start) => start[0])
   }
 
   #start([run, turnId, callId, name, args]) {

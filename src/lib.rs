@@ -97,9 +97,10 @@ impl Engine {
         self.answer(&env, step)
     }
 
+    /// `unstarted`: runs handed out whose handlers JS had not started when the turn's signal fired.
     #[napi]
-    pub fn cancel(&mut self, env: Env, turn: u32, reason: String) -> Result<String> {
-        let step = self.inner.cancel(turn, &reason, Instant::now());
+    pub fn cancel(&mut self, env: Env, turn: u32, reason: String, unstarted: Vec<u32>) -> Result<String> {
+        let step = self.inner.cancel(turn, &reason, &unstarted, Instant::now());
         self.answer(&env, step)
     }
 

@@ -189,7 +189,7 @@ impl Engine {
         }
         self.turns.insert(turn_id, turn);
         let mut step = match cancelled {
-            Some(reason) => self.cancel(turn_id, reason, now),
+            Some(reason) => self.cancel(turn_id, reason, &[], now),
             None => Step::default(),
         };
         step.turn = Some(turn_id);
@@ -318,8 +318,9 @@ impl Engine {
         step
     }
 
-    /// Cancels a turn: running handlers are aborted, calls not started get results saying why.
-    pub fn cancel(&mut self, turn_id: u32, reason: &str, now: Instant) -> Step {
+    /// Cancels a turn: running handlers are aborted, calls not started get results saying why. `unstarted` are
+    /// runs handed out in a step whose handlers the host had not started yet when the cancellation came.
+    pub fn cancel(&mut self, turn_id: u32, reason: &str, unstarted: &[u32], now: Instant) -> Step {
         let mut step = Step::default();
         let Some(turn) = self.turns.get_mut(&turn_id) else { return step };
         if turn.open == 0 {
@@ -331,9 +332,15 @@ impl Engine {
             let Some(run) = slot.run.filter(|_| slot.result.is_none()) else { continue };
             if let Some(r) = self.runs.remove(&run) {
                 self.deadlines.disarm(r.deadline, run);
-                step.abort.push(run);
-                slot.marks.push(mark("invoke", ErrorKind::Cancelled.as_str()));
-                ended.push((index, true));
+                let was_running = !unstarted.contains(&run);
+                if was_running {
+                    step.abort.push(run);
+                    slot.marks.push(mark("invoke", ErrorKind::Cancelled.as_str()));
+                } else {
+                    turn.schedule.finished();
+                    slot.started = None;
+                }
+                ended.push((index, was_running));
             }
         }
         ended.extend(waiting.into_iter().map(|index| (index, false)));

@@ -271,7 +271,7 @@ fn a_write_that_times_out_says_its_effect_is_unknown() {
 fn cancelling_aborts_running_calls_and_reports_the_unstarted() {
     let mut h = host();
     let turn = h.begin(json!([{"name": "hang"}, {"name": "write_file"}, {"name": "nope"}]), Policy::default());
-    let step = h.engine.cancel(turn, "aborted by the caller: user pressed stop", h.now);
+    let step = h.engine.cancel(turn, "aborted by the caller: user pressed stop", &[], h.now);
     h.apply(step);
     assert_eq!(h.log, [("start", "hang".to_string()), ("abort", "hang".to_string())], "the write never started");
     let results = h.results(turn);
@@ -281,6 +281,24 @@ fn cancelling_aborts_running_calls_and_reports_the_unstarted() {
     assert!(error(&results[1]).contains("was not run"));
     assert_eq!(results[2].error_kind, Some(ErrorKind::UnknownTool), "a refused call keeps its own error");
     assert!(h.engine.deadlines().is_empty());
+}
+
+#[test]
+fn a_run_the_host_had_not_started_is_cancelled_as_not_run() {
+    let mut h = Host::new(json!({}));
+    h.tool(json!({"name": "r", "readOnly": true}), Behaviour::Hang);
+    let step = h.engine.begin(&json!([{"name": "r"}, {"name": "r"}]).to_string(), &Policy::default(), None, h.now).unwrap();
+    let turn = step.turn.unwrap();
+    let (first, second) = (step.start[0].run, step.start[1].run);
+    // The first handler aborted the turn before the host reached the second start.
+    let step = h.engine.cancel(turn, "aborted by the caller", &[second], h.now);
+    assert_eq!(step.abort, vec![first]);
+    assert_eq!(step.done, vec![turn]);
+    h.done.extend(step.done);
+    let results = h.results(turn);
+    assert!(error(&results[0]).contains("stopped while running"));
+    assert_eq!((results[1].attempts, results[1].error_kind), (0, Some(ErrorKind::Cancelled)));
+    assert!(error(&results[1]).contains("was not run"));
 }
 
 #[test]

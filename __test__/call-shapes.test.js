@@ -1,0 +1,122 @@
+'use strict'
+// Intake: every provider's tool-call shape, mixed in one turn, read into one result per call in input order.
+
+const { describe, it } = require('node:test')
+const assert = require('node:assert/strict')
+const { gateWith, assertSuccess, assertFailure, recorder } = require('./helpers')
+
+const GENERATED_ID = /^call_[A-Za-z0-9]{16}$/
+
+/** A read-only echo tool: returns the arguments and the call id it saw, so intake can be checked end to end. */
+function echoGate() {
+  return gateWith([
+    {
+      name: 'echo',
+      readOnly: true,
+      parameters: { type: 'object', properties: { q: { type: 'string' } }, additionalProperties: false },
+      handler: (args, ctx) => ({ args, callId: ctx.callId }),
+    },
+    { name: 'other', readOnly: true, handler: (args) => ({ other: args }) },
+  ])
+}
+
+describe('call shapes', () => {
+  it('reads every provider shape mixed in one array, in input order with matching ids and names', async () => {
+    const { gate } = echoGate()
+    const calls = [
+      { type: 'tool_use', id: 'toolu_01', name: 'echo', input: { q: 'anthropic' } },
+      // Responses items carry both an item id and a call_id; outputs pair by call_id.
+      { type: 'function_call', id: 'fc_01', call_id: 'call_resp', name: 'echo', arguments: '{"q":"responses"}' },
+      { id: 'call_chat', type: 'function', function: { name: 'other', arguments: '{"q":"chat"}' } },
+      { type: 'tool-call', toolCallId: 'aisdk_1', toolName: 'echo', input: { q: 'ai-sdk' } },
+      // AI SDK v4 put the arguments under `args`.
+      { type: 'tool-call', toolCallId: 'aisdk_v4', toolName: 'echo', args: { q: 'v4' } },
+      { id: 'gen_obj', name: 'echo', arguments: { q: 'generic object' } },
+    ]
+    const results = await gate.execute(calls)
+    assert.equal(results.length, calls.length)
+    const expected = [
+      ['toolu_01', 'echo', { q: 'anthropic' }],
+      ['call_resp', 'echo', { q: 'responses' }],
+      ['call_chat', 'other', { other: { q: 'chat' } }],
+      ['aisdk_1', 'echo', { q: 'ai-sdk' }],
+      ['aisdk_v4', 'echo', { q: 'v4' }],
+      ['gen_obj', 'echo', { q: 'generic object' }],
+    ]
+    results.forEach((r, i) => {
+      const [callId, name, value] = expected[i]
+      assertSuccess(r)
+      assert.equal(r.callId, callId)
+      assert.equal(r.name, name)
+      if (name === 'echo') {
+        assert.deepEqual(r.metadata.structured, { args: value, callId })
+        assert.equal(r.output, JSON.stringify({ args: value, callId }))
+      } else {
+        assert.deepEqual(r.metadata.structured, value)
+      }
+    })
+  })
+
+  it('generates a call_ id of 16 characters when none is given, and hands the same id to the handler', async () => {
+    const { gate } = echoGate()
+    const results = await gate.execute([{ name: 'echo', arguments: '{"q":"a"}' }, { name: 'echo' }, { name: 'echo', id: '' }])
+    const ids = results.map((r) => r.callId)
+    for (const r of results) {
+      assertSuccess(r)
+      assert.match(r.callId, GENERATED_ID)
+      assert.equal(r.metadata.structured.callId, r.callId, 'ctx.callId is the result callId')
+    }
+    assert.equal(new Set(ids).size, ids.length, 'generated ids are distinct')
+  })
+
+  it('treats an empty or blank arguments string, null and a missing field as {}', async () => {
+    const { gate } = echoGate()
+    const results = await gate.execute([
+      { id: 'a', type: 'function', function: { name: 'echo', arguments: '' } },
+      { type: 'function_call', call_id: 'b', name: 'echo', arguments: '   ' },
+      { id: 'c', name: 'echo', arguments: null },
+      { id: 'd', name: 'echo' },
+    ])
+    for (const r of results) {
+      assertSuccess(r)
+      assert.deepEqual(r.metadata.structured.args, {})
+    }
+    assert.deepEqual(results.map((r) => r.callId), ['a', 'b', 'c', 'd'])
+  })
+
+  it('keeps input order when later calls finish first', async () => {
+    const rec = recorder()
+    const { gate } = gateWith([
+      { name: 'read', readOnly: true, parameters: { type: 'object', properties: { id: { type: 'string' }, ms: { type: 'integer' } } }, handler: rec.handler() },
+    ])
+    const results = await gate.execute([
+      { id: '1', name: 'read', input: { id: 'slow', ms: 120 } },
+      { id: '2', name: 'read', input: { id: 'fast', ms: 1 } },
+      { id: '3', name: 'nope' },
+    ])
+    // The second call ended before the first: order of results is input order, not completion order.
+    assert.ok(rec.index('end:fast') < rec.index('end:slow'), rec.events.join(','))
+    assert.deepEqual(results.map((r) => r.callId), ['1', '2', '3'])
+    assert.deepEqual(results.map((r) => r.output.slice(0, 26)), ['slow', 'fast', 'Error (unknown_tool): Ther'])
+  })
+
+  it('answers an empty turn with an empty array', async () => {
+    const { gate } = echoGate()
+    assert.deepEqual(await gate.execute([]), [])
+  })
+
+  it('answers a call that is not an object as invalid_arguments, and its siblings still run', async () => {
+    const { gate, calls } = echoGate()
+    const results = await gate.execute([3, null, 'echo', { id: 'ok', name: 'echo' }])
+    assertFailure(results[0], 'invalid_arguments', 'The tool call could not be read', 'must be an object, got a number')
+    assertFailure(results[1], 'invalid_arguments', 'could not be read', 'got null')
+    assertFailure(results[2], 'invalid_arguments', 'could not be read', 'got a string')
+    for (const r of results.slice(0, 3)) {
+      assert.match(r.callId, GENERATED_ID)
+      assert.equal(r.name, '')
+      assert.equal(r.attempts, 0)
+    }
+    assertSuccess(results[3])
+    assert.equal(calls.echo, 1)
+  })
+})
