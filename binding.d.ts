@@ -20,8 +20,14 @@ export declare class Engine {
    * Opens a turn: the step names the turn and the handlers to start (or says it is already done).
    * `cancelled` is the reason when the turn's signal had fired before it began.
    */
-  begin(callsJson: string, policyJson: string, cancelled?: string | undefined | null): string
+  begin(callsJson: string, policyJson: string, turnJson: string, cancelled?: string | undefined | null): string
   complete(run: number, kind: string, payload: string): string
+  /** The handler of `run` reported progress; false when the run is already over. */
+  progress(run: number): boolean
+  /** A handler that timed out or was cancelled settled anyway. */
+  noteLateSettlement(tool: string): void
+  /** Retries, timeouts, idle timeouts and late settlements as JSON, per tool and in total. */
+  timeCounters(): string
   expire(): string
   /** `unstarted`: runs handed out whose handlers JS had not started when the turn's signal fired. */
   cancel(turn: number, reason: string, unstarted: Array<number>): string

@@ -13,8 +13,26 @@ const ERROR_KINDS = Object.freeze([
 ])
 const DEFINITION_FORMATS = ['openai-responses', 'openai-chat', 'anthropic', 'ai-sdk']
 const RESULT_FORMATS = ['anthropic', 'openai-responses', 'openai-chat', 'ai-sdk']
-const ENGINE_OPTIONS = ['defaultTimeoutMs', 'maxTimeoutMs', 'concurrency', 'maxOutputChars', 'maxErrorChars']
-const SPEC_FIELDS = ['name', 'description', 'parameters', 'readOnly', 'idempotent', 'timeoutMs', 'maxOutputChars', 'needsApproval', 'replace']
+const ENGINE_OPTIONS = ['defaultTimeoutMs', 'maxTimeoutMs', 'concurrency', 'maxOutputChars', 'maxErrorChars', 'retry']
+/** Executor options the JS layer keeps for itself. */
+const LISTENER_OPTIONS = ['onProgress', 'onTrace']
+const SPEC_FIELDS = [
+  'name', 'description', 'parameters', 'readOnly', 'idempotent', 'timeoutMs', 'idleTimeoutMs', 'maxOutputChars',
+  'needsApproval', 'replace', 'retry', 'maxConcurrency',
+]
+const TURN_OPTIONS = ['deadlineMs', 'stopOnError']
+/** How long `close()` waits for handlers still running after their calls ended, unless told otherwise. */
+const CLOSE_TIMEOUT_MS = 5_000
+
+/** Throw it (or set `retryable: true` on any error) to ask for another attempt under the tool's retry policy. */
+class RetryableError extends Error {
+  constructor(message, options = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.name = 'RetryableError'
+    this.retryable = true
+    if (options.retryAfterMs !== undefined) this.retryAfterMs = options.retryAfterMs
+  }
+}
 
 /**
  * Executors with a turn in flight, by engine id. Held strongly while a turn is open so that a turn waiting only
@@ -32,6 +50,12 @@ class ToolExecutor {
   #handlers = new Map()
   #turns = new Map()
   #runs = new Map()
+  /** Handlers whose calls timed out or were cancelled but which have not settled yet, by run. */
+  #abandoned = new Map()
+  #listeners
+  #closed = false
+  /** Set while `close()` waits for the last abandoned handler. */
+  #onAbandonedSettled = null
   /** The starts of the step being applied, and which one is starting now. */
   #pendingStarts = null
   #startIndex = 0
@@ -39,7 +63,9 @@ class ToolExecutor {
   /** @param {import('./index').ExecutorOptions} [options] */
   constructor(options = {}) {
     if (options === null || typeof options !== 'object') throw new TypeError('new ToolExecutor(options): options must be an object')
-    const json = JSON.stringify(pick(options, ENGINE_OPTIONS, 'ToolExecutor options'))
+    const engineOptions = pick(options, [...ENGINE_OPTIONS, ...LISTENER_OPTIONS], 'ToolExecutor options')
+    this.#listeners = takeListeners(engineOptions, 'ToolExecutor options')
+    const json = JSON.stringify(engineOptions, retryFalse)
     this.#engine = programmerError(() => new Engine(json, wake))
   }
 
@@ -50,7 +76,7 @@ class ToolExecutor {
       throw new TypeError(`register(spec): tool "${spec.name}" needs a handler function (args, ctx) => result`)
     }
     const { handler, ...rest } = spec
-    const json = JSON.stringify(pick(rest, SPEC_FIELDS, `tool "${spec.name}"`))
+    const json = JSON.stringify(pick(rest, SPEC_FIELDS, `tool "${spec.name}"`), retryFalse)
     programmerError(() => this.#engine.register(json))
     this.#handlers.set(spec.name, handler)
     return this
@@ -83,26 +109,67 @@ class ToolExecutor {
     return this.#engine.running
   }
 
+  /** Every handler that has not settled: running ones, and those whose calls already timed out or were cancelled. */
+  pendingHandlers() {
+    const now = Date.now()
+    const entry = (call, state) => ({
+      callId: call.callId, toolName: call.toolName, attempt: call.attempt, state, reason: call.endedBy,
+      runningMs: now - call.startedAt,
+    })
+    return [...[...this.#runs.values()].map((c) => entry(c, 'running')), ...[...this.#abandoned.values()].map((c) => entry(c, 'abandoned'))]
+  }
+
+  /** Retries, timeouts, idle timeouts and late settlements, per tool and in total. */
+  stats() {
+    return JSON.parse(this.#engine.timeCounters())
+  }
+
+  /**
+   * Cancels every open turn, then waits (at most `timeoutMs`) for handlers still running to settle. Resolves to
+   * the handlers that were still running at the end; after it, `execute` rejects.
+   */
+  async close({ timeoutMs = CLOSE_TIMEOUT_MS } = {}) {
+    this.#closed = true
+    for (const turn of [...this.#turns.values()]) {
+      turn.abortReason = new DOMException('The tool executor was closed', 'AbortError')
+      this.#apply(this.#engine.cancel(turn.id, 'the tool executor was closed', []))
+    }
+    if (this.#abandoned.size > 0) {
+      await new Promise((resolve) => {
+        const timer = setTimeout(resolve, timeoutMs)
+        this.#onAbandonedSettled = () => {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+      this.#onAbandonedSettled = null
+    }
+    return { stillRunning: this.pendingHandlers() }
+  }
+
   /**
    * Runs one turn of tool calls. Resolves to one ToolResult per call, in input order; rejects only for
    * programmer errors (calls not an array, a malformed context or signal).
    */
   execute(calls, options = {}) {
-    const { signal, context } = options ?? {}
+    const { signal, context, onProgress, ...turnOptions } = options ?? {}
     let step
     try {
+      if (this.#closed) throw new TypeError('execute(calls): this ToolExecutor is closed')
       if (!Array.isArray(calls)) throw new TypeError(`execute(calls): calls must be an array of tool calls, got ${typeof calls}`)
+      if (onProgress !== undefined && typeof onProgress !== 'function') throw new TypeError('execute(calls, { onProgress }): onProgress must be a function')
+      const turnJson = JSON.stringify(pick(turnOptions, TURN_OPTIONS, 'execute options'))
       if (signal != null && !(typeof signal.aborted === 'boolean' && typeof signal.addEventListener === 'function')) {
         throw new TypeError('execute(calls, { signal }): signal must be an AbortSignal')
       }
       const cancelled = signal?.aborted ? abortReasonText(signal.reason) : undefined
       const policy = policyJson(context)
-      step = JSON.parse(programmerError(() => this.#engine.begin(serializeCalls(calls), policy, cancelled)))
+      step = JSON.parse(programmerError(() => this.#engine.begin(serializeCalls(calls), policy, turnJson, cancelled)))
     } catch (err) {
       return Promise.reject(err)
     }
     return new Promise((resolve) => {
-      const turn = { id: step.turn, resolve, context, signal, onAbort: null, abortReason: undefined }
+      const turn = { id: step.turn, resolve, context, signal, onProgress, onAbort: null, abortReason: undefined }
       if (signal && !signal.aborted) {
         turn.onAbort = () => {
           turn.abortReason = signal.reason
@@ -141,14 +208,14 @@ class ToolExecutor {
     return pending.slice(this.#startIndex + 1).filter((start) => start[1] === turnId).map((start) => start[0])
   }
 
-  #start([run, turnId, callId, name, args]) {
+  #start([run, turnId, callId, name, args, attempt]) {
     const turn = this.#turns.get(turnId)
     // A handler earlier in the same step may have aborted the turn's signal: the turn is answered already.
     if (turn === undefined) return
-    const call = new RunningCall(turn)
+    const call = new RunningCall(turn, callId, name, attempt)
     this.#runs.set(run, call)
     const handler = this.#handlers.get(name)
-    const ctx = handlerContext(call, callId, name, turn.context)
+    const ctx = handlerContext(call, attempt, (info) => this.#progress(run, call, info))
     let returned
     try {
       if (!handler) throw new Error(`tool "${name}" was unregistered before this call started`)
@@ -164,8 +231,10 @@ class ToolExecutor {
   }
 
   #settle(run, value, describe) {
-    // A run no longer listed timed out or was cancelled: the engine has already answered for it.
-    if (!this.#runs.delete(run)) return
+    if (!this.#runs.delete(run)) {
+      this.#lateSettlement(run, describe === describeReturn ? 'resolved' : 'rejected')
+      return
+    }
     let outcome
     try {
       outcome = describe(value)
@@ -176,12 +245,42 @@ class ToolExecutor {
     this.#apply(this.#engine.complete(run, outcome[0], outcome[1]))
   }
 
-  #abort(run) {
+  #abort([run, kind]) {
     const call = this.#runs.get(run)
     if (!call) return
     this.#runs.delete(run)
+    this.#abandoned.set(run, call)
+    call.endedBy = kind
+    call.endedAt = Date.now()
     const { turn } = call
-    call.abort(turn.abortReason !== undefined ? turn.abortReason : new DOMException('The tool call exceeded its time limit', 'TimeoutError'))
+    call.abort(kind === 'cancelled' && turn.abortReason !== undefined ? turn.abortReason : new DOMException(TIMEOUT_MESSAGES[kind], 'TimeoutError'))
+  }
+
+  /** A handler settled after its call was answered: its side effects happened past the deadline. Recorded. */
+  #lateSettlement(run, outcome) {
+    const call = this.#abandoned.get(run)
+    if (call === undefined) return
+    this.#abandoned.delete(run)
+    this.#engine.noteLateSettlement(call.toolName)
+    this.#emitTrace({
+      type: 'late_settlement', callId: call.callId, toolName: call.toolName, attempt: call.attempt, endedBy: call.endedBy,
+      outcome, afterMs: Date.now() - call.endedAt,
+    })
+    if (this.#abandoned.size === 0) this.#onAbandonedSettled?.()
+  }
+
+  #progress(run, call, info) {
+    // Progress from a run that already ended neither revives it nor reaches the listeners.
+    if (!this.#runs.has(run) || !this.#engine.progress(run)) return
+    const event = { callId: call.callId, toolName: call.toolName, attempt: call.attempt, info }
+    for (const listener of [this.#listeners.onProgress, call.turn.onProgress]) {
+      if (listener) callListener(listener, event, 'onProgress')
+    }
+  }
+
+  #emitTrace(event) {
+    const onTrace = this.#listeners.onTrace
+    if (onTrace) queueMicrotask(() => callListener(onTrace, [event], 'onTrace'))
   }
 
   #finish(turnId) {
@@ -196,10 +295,17 @@ class ToolExecutor {
 /** A handler in flight. Its AbortController is made only when the handler reads `ctx.signal`: most never do,
  * and making one costs more than the rest of a trivial call's bookkeeping in JS. */
 class RunningCall {
-  constructor(turn) {
+  constructor(turn, callId, toolName, attempt) {
     this.turn = turn
+    this.callId = callId
+    this.toolName = toolName
+    this.attempt = attempt
+    this.startedAt = Date.now()
     this.controller = undefined
     this.abortReason = undefined
+    /** Set when the engine answered the call without the handler: 'timeout', 'idle_timeout' or 'cancelled'. */
+    this.endedBy = undefined
+    this.endedAt = undefined
   }
 
   get signal() {
@@ -217,10 +323,42 @@ class RunningCall {
 }
 
 /** What a handler gets as `ctx`. `signal` is an own enumerable getter, so `{ ...ctx }` keeps it. */
-function handlerContext(call, callId, toolName, context) {
-  const ctx = { callId, toolName, context }
+function handlerContext(call, attempt, progress) {
+  const ctx = { callId: call.callId, toolName: call.toolName, context: call.turn.context, attempt, progress }
   Object.defineProperty(ctx, 'signal', { get: () => call.signal, enumerable: true })
   return ctx
+}
+
+const TIMEOUT_MESSAGES = {
+  timeout: 'The tool call exceeded its time limit',
+  idle_timeout: 'The tool call reported no progress within its idle limit',
+  cancelled: 'The tool call was cancelled',
+}
+
+/** `retry: false` means no retries; the engine reads it as `{ maxRetries: 0 }`. */
+function retryFalse(key, value) {
+  return key === 'retry' && value === false ? { maxRetries: 0 } : value
+}
+
+/** Moves the listener options out of `options`, checking they are functions. */
+function takeListeners(options, what) {
+  const listeners = {}
+  for (const key of LISTENER_OPTIONS) {
+    if (options[key] === undefined) continue
+    if (typeof options[key] !== 'function') throw new TypeError(`${what}: ${key} must be a function`)
+    listeners[key] = options[key]
+    delete options[key]
+  }
+  return listeners
+}
+
+/** A listener's exception must not reach the handler or the turn: it becomes a process warning. */
+function callListener(listener, payload, name) {
+  try {
+    listener(payload)
+  } catch (err) {
+    process.emitWarning(`toolgate: the ${name} listener threw: ${err?.message ?? String(err)}`)
+  }
 }
 
 /** The engine's refusals of a programmer's input, thrown as the TypeError the JS-side checks throw. */
@@ -307,18 +445,34 @@ function describeThrown(err) {
   try {
     if (err instanceof Error || (err && typeof err === 'object' && typeof err.message === 'string')) {
       const code = err.code
+      const status = [err.status, err.statusCode, err.response?.status].find((v) => Number.isInteger(v))
       return ['thrown', JSON.stringify({
         name: typeof err.name === 'string' ? err.name : 'Error',
         message: typeof err.message === 'string' ? err.message : reprOf(err.message),
         stack: typeof err.stack === 'string' ? err.stack : undefined,
         code: typeof code === 'string' || typeof code === 'number' ? code : undefined,
-        retryable: err.retryable === true,
+        retryable: typeof err.retryable === 'boolean' ? err.retryable : undefined,
+        status: status >= 0 ? status : undefined,
+        causeCode: typeof err.cause?.code === 'string' ? err.cause.code : undefined,
+        retryAfterMs: retryAfterMs(err),
       })]
     }
     return ['thrown', JSON.stringify({ nonError: reprOf(err) })]
   } catch {
     return ['thrown', JSON.stringify({ nonError: 'a value that could not be read' })]
   }
+}
+
+/** `err.retryAfterMs`, or an HTTP `Retry-After` header (seconds or a date) on `err.headers` / `err.response.headers`. */
+function retryAfterMs(err) {
+  if (Number.isFinite(err.retryAfterMs) && err.retryAfterMs >= 0) return Math.round(err.retryAfterMs)
+  const headers = err.headers ?? err.response?.headers
+  const header = typeof headers?.get === 'function' ? headers.get('retry-after') : headers?.['retry-after']
+  if (typeof header !== 'string' && typeof header !== 'number') return undefined
+  const seconds = Number(header)
+  if (Number.isFinite(seconds)) return Math.max(0, Math.round(seconds * 1000))
+  const at = Date.parse(header)
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now())
 }
 
 function reprOf(value) {
@@ -374,4 +528,4 @@ function formatResults(results, format) {
   }
 }
 
-module.exports = { ToolExecutor, formatResults, forLlm, ERROR_KINDS }
+module.exports = { ToolExecutor, RetryableError, formatResults, forLlm, ERROR_KINDS }

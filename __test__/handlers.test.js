@@ -395,7 +395,7 @@ describe('timeouts', () => {
   })
 
   it('marks a timed-out read-only call retryable', async () => {
-    const { gate } = gateWith([{ name: 'slow_read', readOnly: true, timeoutMs: 60, handler: never }])
+    const { gate } = gateWith([{ name: 'slow_read', readOnly: true, timeoutMs: 60, retry: false, handler: never }])
     const [r] = await gate.execute([{ name: 'slow_read' }])
     assertFailure(r, 'timeout', 'within its time limit of 60 ms', 'It only reads, so nothing changed: retry with a narrower request')
     assert.equal(r.retryable, true)

@@ -110,7 +110,8 @@ describe('failures stay with their call', () => {
         throw new Error('boom')
       } },
       { name: 'reject', readOnly: true, handler: () => Promise.reject(new Error('nope')) },
-      { name: 'hang', readOnly: true, timeoutMs: 80, handler: never },
+      // No retry: a read-only timeout would otherwise be retried under the default policy.
+      { name: 'hang', readOnly: true, timeoutMs: 80, retry: false, handler: never },
       { name: 'slow', readOnly: true, handler: async (_a, ctx) => {
         signals.push(ctx.signal)
         await sleep(150)

@@ -9,7 +9,7 @@ use napi::bindgen_prelude::{Function, Result};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Error, Status};
 use napi_derive::napi;
-use toolgate_core::{DefinitionFormat, EngineOptions, Outcome, Policy, Step, ToolSpec};
+use toolgate_core::{DefinitionFormat, EngineOptions, Outcome, Policy, Step, ToolSpec, TurnOptions};
 
 /// Called with the engine's id when one of its deadlines has passed. Weak: it never keeps Node alive by itself;
 /// the engine holds a reference only while deadlines are armed (see `keep_alive`).
@@ -78,9 +78,17 @@ impl Engine {
     /// Opens a turn: the step names the turn and the handlers to start (or says it is already done).
     /// `cancelled` is the reason when the turn's signal had fired before it began.
     #[napi]
-    pub fn begin(&mut self, env: Env, calls_json: String, policy_json: String, cancelled: Option<String>) -> Result<String> {
+    pub fn begin(
+        &mut self,
+        env: Env,
+        calls_json: String,
+        policy_json: String,
+        turn_json: String,
+        cancelled: Option<String>,
+    ) -> Result<String> {
         let policy = policy(&policy_json)?;
-        let step = self.inner.begin(&calls_json, &policy, cancelled.as_deref(), Instant::now()).map_err(fail)?;
+        let options = TurnOptions::from_json(&turn_json).map_err(fail)?;
+        let step = self.inner.begin(&calls_json, &policy, &options, cancelled.as_deref(), Instant::now()).map_err(fail)?;
         self.answer(&env, step)
     }
 
@@ -89,6 +97,24 @@ impl Engine {
         let outcome = Outcome::from_parts(&kind, payload).map_err(fail)?;
         let step = self.inner.complete(run, outcome, Instant::now());
         self.answer(&env, step)
+    }
+
+    /// The handler of `run` reported progress; false when the run is already over.
+    #[napi]
+    pub fn progress(&mut self, run: u32) -> bool {
+        self.inner.progress(run, Instant::now())
+    }
+
+    /// A handler that timed out or was cancelled settled anyway.
+    #[napi]
+    pub fn note_late_settlement(&mut self, tool: String) {
+        self.inner.note_late_settlement(&tool);
+    }
+
+    /// Retries, timeouts, idle timeouts and late settlements as JSON, per tool and in total.
+    #[napi]
+    pub fn time_counters(&self) -> String {
+        self.inner.time_counters().to_string()
     }
 
     #[napi]

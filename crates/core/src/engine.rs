@@ -1,8 +1,9 @@
 //! One executor: the registry, the turns in flight and their deadlines. The host drives it through plain
-//! synchronous calls (`begin`, `complete`, `expire`, `cancel`, `finish`); each answers with a `Step` that says
-//! which handlers to start, which to abort and which turns are done. Stations are called here in pipeline order.
+//! synchronous calls (`begin`, `complete`, `progress`, `expire`, `cancel`, `finish`); each answers with a `Step`
+//! that says which handlers to start, which to abort and which turns are done. Stations are called here in
+//! pipeline order.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -12,15 +13,15 @@ use serde_json::Value;
 
 use crate::calls::{read_calls, IncomingCall};
 use crate::normalize::{normalize, Outcome};
-use crate::options::{EngineOptions, ToolSpec};
+use crate::options::{EngineOptions, ToolSpec, TurnOptions};
 use crate::permission::Policy;
 use crate::registry::{DefinitionFormat, Registry, Tool};
-use crate::result::{ErrorKind, StationMark, ToolResult};
+use crate::result::{AttemptError, ErrorKind, StationMark, ToolResult};
 use crate::scheduler::Schedule;
 use crate::timer::Deadlines;
-use crate::{invoke, lookup, parse, shape, validate};
+use crate::{invoke, lookup, parse, retry, shape, validate};
 
-/// A handler to start: `[run, turn, callId, toolName, args]` on the wire.
+/// A handler to start: `[run, turn, callId, toolName, args, attempt]` on the wire.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Start {
     pub run: u32,
@@ -28,16 +29,18 @@ pub struct Start {
     pub call_id: String,
     pub name: String,
     pub args: Value,
+    pub attempt: u32,
 }
 
 impl Serialize for Start {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut t = s.serialize_tuple(5)?;
+        let mut t = s.serialize_tuple(6)?;
         t.serialize_element(&self.run)?;
         t.serialize_element(&self.turn)?;
         t.serialize_element(&self.call_id)?;
         t.serialize_element(&self.name)?;
         t.serialize_element(&self.args)?;
+        t.serialize_element(&self.attempt)?;
         t.end()
     }
 }
@@ -50,9 +53,9 @@ pub struct Step {
     /// Handlers to start now.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub start: Vec<Start>,
-    /// Runs whose handlers must be aborted (they timed out or their turn was cancelled).
+    /// Runs whose handlers must be aborted, and why (`timeout`, `idle_timeout` or `cancelled`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub abort: Vec<u32>,
+    pub abort: Vec<(u32, ErrorKind)>,
     /// Turns whose results are all in: call `finish`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub done: Vec<u32>,
@@ -73,29 +76,72 @@ impl Step {
     }
 }
 
+/// Everything the watcher can wake the engine for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Alarm {
+    /// A run's total time limit.
+    Total(u32),
+    /// A run's idle limit (no progress reported).
+    Idle(u32),
+    /// The end of a call's backoff: (turn, call index).
+    Retry(u32, usize),
+    /// A turn's own deadline.
+    Turn(u32),
+}
+
 struct Slot {
     id: String,
     tool: Option<Arc<Tool>>,
     marks: Vec<StationMark>,
+    /// The call holds a place in its turn's schedule (from its first start until its result).
+    scheduled: bool,
+    first_started: Option<Instant>,
     started: Option<Instant>,
     run: Option<u32>,
+    attempts: u32,
+    attempt_errors: Vec<AttemptError>,
+    /// Waiting to retry until then; the failure stands if the retry never comes.
+    backoff: Option<(Instant, ToolResult)>,
     result: Option<ToolResult>,
 }
 
 struct Turn {
     slots: Vec<Slot>,
-    /// Validated arguments of calls that will run, taken when they start.
+    /// Validated arguments of calls that will run (kept for their retries).
     args: HashMap<usize, Value>,
     schedule: Schedule,
     open: usize,
     begun: Instant,
     begun_epoch_ms: f64,
+    deadline: Option<(Instant, u64)>,
+    stop_on_error: bool,
 }
 
 struct Run {
     turn: u32,
     index: usize,
-    deadline: Instant,
+    total_at: Instant,
+    /// The idle deadline and the idle limit it was armed with.
+    idle: Option<(Instant, u64)>,
+}
+
+/// Per-tool counts of what happened to calls after they started.
+#[derive(Debug, Default, Clone, Copy, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TimeCounters {
+    pub retries: u64,
+    pub timeouts: u64,
+    pub idle_timeouts: u64,
+    pub late_settlements: u64,
+}
+
+impl TimeCounters {
+    fn add(&mut self, other: &TimeCounters) {
+        self.retries += other.retries;
+        self.timeouts += other.timeouts;
+        self.idle_timeouts += other.idle_timeouts;
+        self.late_settlements += other.late_settlements;
+    }
 }
 
 pub struct Engine {
@@ -103,7 +149,12 @@ pub struct Engine {
     registry: Registry,
     turns: HashMap<u32, Turn>,
     runs: HashMap<u32, Run>,
-    deadlines: Deadlines,
+    deadlines: Deadlines<Alarm>,
+    /// Running handlers per tool, for tools with their own `maxConcurrency`.
+    tool_running: HashMap<String, usize>,
+    /// Turns with a call held back by a tool's `maxConcurrency`: advanced when such a tool frees a place.
+    held_back: BTreeSet<u32>,
+    counters: BTreeMap<String, TimeCounters>,
     next_turn: u32,
     next_run: u32,
 }
@@ -124,6 +175,9 @@ impl Engine {
             turns: HashMap::new(),
             runs: HashMap::new(),
             deadlines: Deadlines::default(),
+            tool_running: HashMap::new(),
+            held_back: BTreeSet::new(),
+            counters: BTreeMap::new(),
             next_turn: 1,
             next_run: 1,
         }
@@ -134,7 +188,7 @@ impl Engine {
     }
 
     /// The deadline set, for the host to run its watcher (`Deadlines::watch`).
-    pub fn deadlines(&self) -> &Deadlines {
+    pub fn deadlines(&self) -> &Deadlines<Alarm> {
         &self.deadlines
     }
 
@@ -156,7 +210,14 @@ impl Engine {
 
     /// Reads a turn's calls, answers every call that cannot run, and starts the first handlers. A turn begun
     /// `cancelled` (its signal had already fired) starts nothing: calls that could run are cancelled unstarted.
-    pub fn begin(&mut self, calls_json: &str, policy: &Policy, cancelled: Option<&str>, now: Instant) -> Result<Step, String> {
+    pub fn begin(
+        &mut self,
+        calls_json: &str,
+        policy: &Policy,
+        options: &TurnOptions,
+        cancelled: Option<&str>,
+        now: Instant,
+    ) -> Result<Step, String> {
         let calls = read_calls(calls_json)?;
         let turn_id = self.next_turn;
         self.next_turn = self.next_turn.wrapping_add(1).max(1);
@@ -164,16 +225,33 @@ impl Engine {
         let mut slots = Vec::with_capacity(calls.len());
         let mut args = HashMap::new();
         let mut runnable = Vec::new();
+        // With stopOnError, a state-changing call refused here stops every call after it.
+        let mut stopped_by: Option<(String, String)> = None;
         for (index, call) in calls.into_iter().enumerate() {
-            let (slot, valid_args) = self.admit(call, policy);
-            if let Some(value) = valid_args {
-                let read_only = slot.tool.as_ref().is_some_and(|t| t.spec.read_only);
-                runnable.push((index, read_only));
-                args.insert(index, value);
+            let (mut slot, valid_args) = self.admit(call, policy);
+            let tool = slot.tool.clone();
+            match (valid_args, &stopped_by) {
+                (Some(_), Some((id, name))) => {
+                    let tool_name = tool.as_ref().map_or("", |t| t.spec.name.as_str());
+                    slot.marks.push(mark("invoke", "not_executed"));
+                    slot.result = Some(invoke::not_executed(slot.id.clone(), tool_name, &stopped_after(id, name)));
+                }
+                (Some(value), None) => {
+                    let read_only = tool.as_ref().is_some_and(|t| t.spec.read_only);
+                    runnable.push((index, read_only));
+                    args.insert(index, value);
+                }
+                (None, _) => {}
+            }
+            if options.stop_on_error && stopped_by.is_none() && slot.result.is_some() {
+                if let Some(t) = tool.filter(|t| !t.spec.read_only) {
+                    stopped_by = Some((slot.id.clone(), t.spec.name.clone()));
+                }
             }
             slots.push(slot);
         }
         let open = runnable.len();
+        let deadline = options.deadline_ms.map(|ms| (now + Duration::from_millis(ms), ms));
         let mut turn = Turn {
             slots,
             args,
@@ -181,6 +259,8 @@ impl Engine {
             open,
             begun: now,
             begun_epoch_ms,
+            deadline,
+            stop_on_error: options.stop_on_error,
         };
         for slot in turn.slots.iter_mut() {
             if let Some(result) = slot.result.as_mut() {
@@ -188,6 +268,9 @@ impl Engine {
             }
         }
         self.turns.insert(turn_id, turn);
+        if let Some((at, _)) = deadline.filter(|_| open > 0) {
+            self.deadlines.arm(at, Alarm::Turn(turn_id));
+        }
         let mut step = match cancelled {
             Some(reason) => self.cancel(turn_id, reason, &[], now),
             None => Step::default(),
@@ -202,7 +285,19 @@ impl Engine {
     /// Stations 1–5 for one call: lookup, parse, validate, permission. Returns the slot, and the validated
     /// arguments when the call may run (otherwise the slot already holds its result).
     fn admit(&self, call: IncomingCall, policy: &Policy) -> (Slot, Option<Value>) {
-        let mut slot = Slot { id: call.id, tool: None, marks: Vec::with_capacity(8), started: None, run: None, result: None };
+        let mut slot = Slot {
+            id: call.id,
+            tool: None,
+            marks: Vec::with_capacity(8),
+            scheduled: false,
+            first_started: None,
+            started: None,
+            run: None,
+            attempts: 0,
+            attempt_errors: Vec::new(),
+            backoff: None,
+            result: None,
+        };
         let refuse = |slot: &mut Slot, station: &'static str, name: &str, kind: ErrorKind, error: String| {
             slot.marks.push(mark(station, kind.as_str()));
             slot.result = Some(ToolResult::failure(slot.id.clone(), name.to_string(), kind, error, false));
@@ -256,124 +351,342 @@ impl Engine {
     /// Starts what the turn's schedule allows and reports the turn done when nothing is left open.
     fn advance(&mut self, turn_id: u32, now: Instant, step: &mut Step) {
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
-        for index in turn.schedule.ready() {
-            let slot = &mut turn.slots[index];
-            let tool = slot.tool.clone().expect("a scheduled call has a tool");
-            let run = self.next_run;
-            self.next_run = self.next_run.wrapping_add(1).max(1);
-            let deadline = now + Duration::from_millis(tool.timeout_ms);
-            self.deadlines.arm(deadline, run);
-            self.runs.insert(run, Run { turn: turn_id, index, deadline });
-            slot.started = Some(now);
-            slot.run = Some(run);
-            step.start.push(Start {
-                run,
-                turn: turn_id,
-                call_id: slot.id.clone(),
-                name: tool.spec.name.clone(),
-                args: turn.args.remove(&index).unwrap_or(Value::Null),
-            });
+        let tool_running = &self.tool_running;
+        let slots = &turn.slots;
+        let mut held_back = false;
+        // Places taken in this round, so that the next candidate of the same tool sees them.
+        let mut admitted: HashMap<&str, usize> = HashMap::new();
+        let ready = turn.schedule.ready(|index| {
+            let tool = slots[index].tool.as_ref().expect("a scheduled call has a tool");
+            let Some(cap) = tool.spec.max_concurrency else { return true };
+            let name = tool.spec.name.as_str();
+            let taken = admitted.entry(name).or_default();
+            if tool_running.get(name).copied().unwrap_or(0) + *taken >= cap {
+                held_back = true;
+                return false;
+            }
+            *taken += 1;
+            true
+        });
+        if held_back {
+            self.held_back.insert(turn_id);
         }
+        for index in ready {
+            self.start_run(turn_id, index, now, step);
+        }
+        let Some(turn) = self.turns.get(&turn_id) else { return };
         if turn.open == 0 {
             step.done.push(turn_id);
+        }
+    }
+
+    /// Hands out one attempt of a call: a fresh run id (and so a fresh signal in the host) and its deadlines.
+    fn start_run(&mut self, turn_id: u32, index: usize, now: Instant, step: &mut Step) {
+        let turn = self.turns.get_mut(&turn_id).expect("a live turn");
+        let slot = &mut turn.slots[index];
+        let tool = slot.tool.clone().expect("a scheduled call has a tool");
+        *self.tool_running.entry(tool.spec.name.clone()).or_default() += 1;
+        let run = self.next_run;
+        self.next_run = self.next_run.wrapping_add(1).max(1);
+        let total_at = now + Duration::from_millis(tool.timeout_ms);
+        self.deadlines.arm(total_at, Alarm::Total(run));
+        let idle = tool.spec.idle_timeout_ms.map(|ms| (now + Duration::from_millis(ms), ms));
+        if let Some((at, _)) = idle {
+            self.deadlines.arm(at, Alarm::Idle(run));
+        }
+        self.runs.insert(run, Run { turn: turn_id, index, total_at, idle });
+        slot.scheduled = true;
+        slot.first_started.get_or_insert(now);
+        slot.started = Some(now);
+        slot.run = Some(run);
+        slot.attempts += 1;
+        step.start.push(Start {
+            run,
+            turn: turn_id,
+            call_id: slot.id.clone(),
+            name: tool.spec.name.clone(),
+            args: turn.args.get(&index).cloned().unwrap_or(Value::Null),
+            attempt: slot.attempts,
+        });
+    }
+
+    /// Forgets a run and its deadlines; returns where it belonged.
+    fn end_run(&mut self, run: u32) -> Option<Run> {
+        let r = self.runs.remove(&run)?;
+        self.deadlines.disarm(r.total_at, Alarm::Total(run));
+        if let Some((at, _)) = r.idle {
+            self.deadlines.disarm(at, Alarm::Idle(run));
+        }
+        if let Some(name) = self.turns.get(&r.turn).and_then(|t| t.slots[r.index].tool.as_ref()).map(|t| t.spec.name.clone()) {
+            self.release_place(&name);
+        }
+        Some(r)
+    }
+
+    /// A tool's running count, as `maxConcurrency` sees it, goes down by one.
+    fn release_place(&mut self, tool: &str) {
+        if let Some(n) = self.tool_running.get_mut(tool) {
+            *n = n.saturating_sub(1);
         }
     }
 
     /// A handler settled. A run that already timed out or was cancelled is a late settlement: nothing changes.
     pub fn complete(&mut self, run: u32, outcome: Outcome, now: Instant) -> Step {
         let mut step = Step::default();
-        let Some(Run { turn: turn_id, index, deadline }) = self.runs.remove(&run) else { return step };
-        self.deadlines.disarm(deadline, run);
-        if let Some(turn) = self.turns.get_mut(&turn_id) {
-            let slot = &mut turn.slots[index];
-            let tool = slot.tool.clone().expect("a run has a tool");
-            let mut result = normalize(slot.id.clone(), tool.spec.name.clone(), outcome);
-            let (invoked, normalized) = match (result.success, result.metadata.structured.is_some()) {
-                (false, _) => ("failed", "error"),
-                (true, true) => ("returned", "structured"),
-                (true, false) => ("returned", "text"),
-            };
-            slot.marks.push(mark("invoke", invoked));
-            slot.marks.push(mark("normalize", normalized));
-            shape::shape(&mut result, tool.max_output_chars, self.options.max_error_chars);
-            slot.marks.push(mark("shape", if result.truncated { "truncated" } else { "ok" }));
-            self.settle(turn_id, index, result, now, &mut step);
-        }
+        let Some(Run { turn: turn_id, index, .. }) = self.end_run(run) else { return step };
+        let Some(turn) = self.turns.get_mut(&turn_id) else { return step };
+        let slot = &mut turn.slots[index];
+        let tool = slot.tool.clone().expect("a run has a tool");
+        let mut result = normalize(slot.id.clone(), tool.spec.name.clone(), outcome);
+        let (invoked, normalized) = match (result.success, result.metadata.structured.is_some()) {
+            (false, _) => ("failed", "error"),
+            (true, true) => ("returned", "structured"),
+            (true, false) => ("returned", "text"),
+        };
+        slot.marks.push(mark("invoke", invoked));
+        slot.marks.push(mark("normalize", normalized));
+        shape::shape(&mut result, tool.max_output_chars, self.options.max_error_chars);
+        slot.marks.push(mark("shape", if result.truncated { "truncated" } else { "ok" }));
+        self.attempt_ended(turn_id, index, result, now, &mut step);
+        self.release_held_back(now, &mut step);
         step
     }
 
-    /// Times out every run whose deadline has passed.
+    /// The handler of `run` showed it is alive: its idle deadline starts over. False when the run is over.
+    pub fn progress(&mut self, run: u32, now: Instant) -> bool {
+        let Some(r) = self.runs.get_mut(&run) else { return false };
+        if let Some((at, ms)) = r.idle {
+            let next = now + Duration::from_millis(ms);
+            self.deadlines.disarm(at, Alarm::Idle(run));
+            self.deadlines.arm(next, Alarm::Idle(run));
+            r.idle = Some((next, ms));
+        }
+        true
+    }
+
+    /// Everything whose deadline has passed: runs time out, backoffs end in a new attempt, turns reach their end.
     pub fn expire(&mut self, now: Instant) -> Step {
         let mut step = Step::default();
-        for run in self.deadlines.pop_expired(now) {
-            let Some(Run { turn: turn_id, index, .. }) = self.runs.remove(&run) else { continue };
-            let Some(turn) = self.turns.get_mut(&turn_id) else { continue };
-            let slot = &mut turn.slots[index];
-            let tool = slot.tool.clone().expect("a run has a tool");
-            slot.marks.push(mark("invoke", ErrorKind::Timeout.as_str()));
-            let result = invoke::timed_out(slot.id.clone(), &tool);
-            step.abort.push(run);
-            self.settle(turn_id, index, result, now, &mut step);
+        for alarm in self.deadlines.pop_expired(now) {
+            match alarm {
+                Alarm::Total(run) | Alarm::Idle(run) => self.time_out(run, alarm, now, &mut step),
+                Alarm::Retry(turn_id, index) => self.retry_now(turn_id, index, now, &mut step),
+                Alarm::Turn(turn_id) => self.end_turn_early(turn_id, now, &[], &mut step, TurnEnd::Deadline),
+            }
         }
+        self.release_held_back(now, &mut step);
         step
+    }
+
+    fn time_out(&mut self, run: u32, alarm: Alarm, now: Instant, step: &mut Step) {
+        let Some(r) = self.end_run(run) else { return };
+        let Some(turn) = self.turns.get_mut(&r.turn) else { return };
+        let slot = &mut turn.slots[r.index];
+        let tool = slot.tool.clone().expect("a run has a tool");
+        let counters = self.counters.entry(tool.spec.name.clone()).or_default();
+        let result = match (alarm, r.idle) {
+            (Alarm::Idle(_), Some((_, idle_ms))) => {
+                counters.idle_timeouts += 1;
+                invoke::idle_timed_out(slot.id.clone(), &tool, idle_ms)
+            }
+            _ => {
+                counters.timeouts += 1;
+                invoke::timed_out(slot.id.clone(), &tool)
+            }
+        };
+        let kind = result.error_kind.expect("a timeout is a failure");
+        slot.marks.push(mark("invoke", kind.as_str()));
+        step.abort.push((run, kind));
+        self.attempt_ended(r.turn, r.index, result, now, step);
+    }
+
+    /// One attempt failed or succeeded: retry it after a backoff when the retry station allows, else settle.
+    fn attempt_ended(&mut self, turn_id: u32, index: usize, result: ToolResult, now: Instant, step: &mut Step) {
+        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
+        let deadline = turn.deadline;
+        let slot = &mut turn.slots[index];
+        let tool = slot.tool.clone().expect("an attempted call has a tool");
+        if !result.success && retry::eligible(&result, slot.attempts, &tool.retry) {
+            let wait = retry::delay(&tool.retry, slot.attempts, result.retry_after_ms);
+            let at = now + wait;
+            let first = slot.first_started.unwrap_or(now);
+            let within_budget = at.saturating_duration_since(first) <= Duration::from_millis(tool.retry.max_elapsed_ms);
+            let before_deadline = deadline.is_none_or(|(end, _)| at < end);
+            if within_budget && before_deadline {
+                slot.attempt_errors.push(AttemptError {
+                    attempt: slot.attempts,
+                    error_kind: result.error_kind.expect("a failure has a kind"),
+                    error: result.error.clone().unwrap_or_default(),
+                    retry_in_ms: millis(wait),
+                });
+                slot.marks.push(mark("retry", "scheduled"));
+                slot.backoff = Some((at, result));
+                slot.run = None;
+                // The call keeps its place under the tool's maxConcurrency while it waits to retry.
+                *self.tool_running.entry(tool.spec.name.clone()).or_default() += 1;
+                self.deadlines.arm(at, Alarm::Retry(turn_id, index));
+                return;
+            }
+        }
+        self.settle(turn_id, index, result, now, step);
+    }
+
+    fn retry_now(&mut self, turn_id: u32, index: usize, now: Instant, step: &mut Step) {
+        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
+        let slot = &mut turn.slots[index];
+        if slot.backoff.take().is_none() || slot.result.is_some() {
+            return;
+        }
+        let name = slot.tool.as_ref().expect("a retried call has a tool").spec.name.clone();
+        self.counters.entry(name.clone()).or_default().retries += 1;
+        self.release_place(&name); // taken again by start_run
+        self.start_run(turn_id, index, now, step);
     }
 
     /// Cancels a turn: running handlers are aborted, calls not started get results saying why. `unstarted` are
     /// runs handed out in a step whose handlers the host had not started yet when the cancellation came.
     pub fn cancel(&mut self, turn_id: u32, reason: &str, unstarted: &[u32], now: Instant) -> Step {
         let mut step = Step::default();
-        let Some(turn) = self.turns.get_mut(&turn_id) else { return step };
+        self.end_turn_early(turn_id, now, unstarted, &mut step, TurnEnd::Cancelled(reason));
+        self.release_held_back(now, &mut step);
+        step
+    }
+
+    /// A turn ends before its calls do (cancelled, or its deadline passed): every call still open is answered.
+    fn end_turn_early(&mut self, turn_id: u32, now: Instant, unstarted: &[u32], step: &mut Step, why: TurnEnd<'_>) {
+        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
         if turn.open == 0 {
-            return step;
+            return;
+        }
+        if let Some((at, _)) = turn.deadline {
+            self.deadlines.disarm(at, Alarm::Turn(turn_id));
         }
         let waiting = turn.schedule.take_waiting();
-        let mut ended = Vec::new();
+        let deadline_ms = turn.deadline.map_or(0, |(_, ms)| ms);
+        let not_started = format!("the turn's deadline of {deadline_ms} ms passed before it started");
+        let mut answers: Vec<(usize, ToolResult)> = Vec::new();
+        let mut ended_runs = Vec::new();
+        let mut places = Vec::new();
         for (index, slot) in turn.slots.iter_mut().enumerate() {
-            let Some(run) = slot.run.filter(|_| slot.result.is_none()) else { continue };
-            if let Some(r) = self.runs.remove(&run) {
-                self.deadlines.disarm(r.deadline, run);
-                let was_running = !unstarted.contains(&run);
-                if was_running {
-                    step.abort.push(run);
-                    slot.marks.push(mark("invoke", ErrorKind::Cancelled.as_str()));
-                } else {
-                    turn.schedule.finished();
-                    slot.started = None;
-                }
-                ended.push((index, was_running));
+            if slot.result.is_some() {
+                continue;
+            }
+            if let Some((at, failure)) = slot.backoff.take() {
+                // Waiting to retry: the last failure stands.
+                self.deadlines.disarm(at, Alarm::Retry(turn_id, index));
+                places.push(failure.name.clone());
+                answers.push((index, failure));
+            } else if let Some(run) = slot.run.filter(|r| self.runs.contains_key(r)) {
+                ended_runs.push((index, run, !unstarted.contains(&run)));
             }
         }
-        ended.extend(waiting.into_iter().map(|index| (index, false)));
-        let results: Vec<(usize, ToolResult)> = ended
-            .into_iter()
-            .map(|(index, was_running)| {
-                let slot = &mut turn.slots[index];
-                let tool = slot.tool.clone().expect("a scheduled call has a tool");
-                if !was_running {
-                    slot.marks.push(mark("invoke", "not_started"));
-                }
-                (index, invoke::cancelled(slot.id.clone(), &tool, was_running, reason))
-            })
-            .collect();
-        for (index, result) in results {
-            self.settle(turn_id, index, result, now, &mut step);
+        for name in places {
+            self.release_place(&name);
         }
-        step
+        for (index, run, was_running) in ended_runs {
+            self.end_run(run);
+            let turn = self.turns.get_mut(&turn_id).expect("a live turn");
+            let slot = &mut turn.slots[index];
+            let tool = slot.tool.clone().expect("a run has a tool");
+            if !was_running {
+                // Handed out but never started by the host: this attempt did not happen.
+                slot.attempts -= 1;
+                slot.started = None;
+                if slot.attempts == 0 {
+                    slot.first_started = None;
+                }
+            }
+            let result = match why {
+                TurnEnd::Cancelled(reason) => invoke::cancelled(slot.id.clone(), &tool, was_running, reason),
+                TurnEnd::Deadline if was_running => invoke::turn_deadline_hit(slot.id.clone(), &tool, deadline_ms),
+                TurnEnd::Deadline => invoke::not_executed(slot.id.clone(), &tool.spec.name, &not_started),
+            };
+            let kind = result.error_kind.expect("an early end is a failure");
+            if was_running {
+                step.abort.push((run, kind));
+            }
+            slot.marks.push(mark("invoke", kind.as_str()));
+            answers.push((index, result));
+        }
+        let turn = self.turns.get_mut(&turn_id).expect("a live turn");
+        for index in waiting {
+            let slot = &mut turn.slots[index];
+            let tool = slot.tool.clone().expect("a scheduled call has a tool");
+            let result = match why {
+                TurnEnd::Cancelled(reason) => invoke::cancelled(slot.id.clone(), &tool, false, reason),
+                TurnEnd::Deadline => invoke::not_executed(slot.id.clone(), &tool.spec.name, &not_started),
+            };
+            slot.marks.push(mark("invoke", "not_started"));
+            answers.push((index, result));
+        }
+        for (index, result) in answers {
+            self.settle(turn_id, index, result, now, step);
+        }
     }
 
     fn settle(&mut self, turn_id: u32, index: usize, mut result: ToolResult, now: Instant, step: &mut Step) {
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
         let slot = &mut turn.slots[index];
-        let ran_ms = slot.started.map_or(0.0, |s| millis(now.saturating_duration_since(s)));
-        if let Some(started) = slot.started {
-            result.attempts = 1;
-            result.metadata.queued_ms = Some(millis(started.saturating_duration_since(turn.begun)));
+        let ran_ms = slot.first_started.map_or(0.0, |s| millis(now.saturating_duration_since(s)));
+        result.attempts = slot.attempts;
+        result.metadata.attempt_errors = std::mem::take(&mut slot.attempt_errors);
+        if let Some(first) = slot.first_started {
+            result.metadata.queued_ms = Some(millis(first.saturating_duration_since(turn.begun)));
+        }
+        if slot.scheduled {
             turn.schedule.finished();
         }
         seal(&mut result, &mut slot.marks, turn.begun_epoch_ms, ran_ms);
+        let stops_turn = turn.stop_on_error && !result.success && slot.tool.as_ref().is_some_and(|t| !t.spec.read_only);
+        let (call_id, tool_name) = (slot.id.clone(), result.name.clone());
         slot.result = Some(result);
+        turn.args.remove(&index);
         turn.open -= 1;
+        if stops_turn {
+            let why = stopped_after(&call_id, &tool_name);
+            for skipped in turn.schedule.take_waiting() {
+                let slot = &mut turn.slots[skipped];
+                let name = slot.tool.as_ref().map_or(String::new(), |t| t.spec.name.clone());
+                slot.marks.push(mark("invoke", "not_executed"));
+                let mut result = invoke::not_executed(slot.id.clone(), &name, &why);
+                seal(&mut result, &mut slot.marks, turn.begun_epoch_ms, 0.0);
+                slot.result = Some(result);
+                turn.args.remove(&skipped);
+                turn.open -= 1;
+            }
+        }
+        if turn.open == 0 {
+            if let Some((at, _)) = turn.deadline {
+                self.deadlines.disarm(at, Alarm::Turn(turn_id));
+            }
+        }
         self.advance(turn_id, now, step);
+    }
+
+    /// Turns held back by a tool's `maxConcurrency` get another chance once places may have freed up.
+    fn release_held_back(&mut self, now: Instant, step: &mut Step) {
+        if self.held_back.is_empty() {
+            return;
+        }
+        for turn_id in std::mem::take(&mut self.held_back) {
+            if self.turns.get(&turn_id).is_some_and(|t| t.schedule.has_waiting()) {
+                self.advance(turn_id, now, step);
+            }
+        }
+    }
+
+    /// A handler that timed out or was cancelled settled anyway: counted per tool.
+    pub fn note_late_settlement(&mut self, tool: &str) {
+        self.counters.entry(tool.to_string()).or_default().late_settlements += 1;
+    }
+
+    /// Retries, timeouts, idle timeouts and late settlements, per tool and in total.
+    pub fn time_counters(&self) -> Value {
+        let mut total = TimeCounters::default();
+        for c in self.counters.values() {
+            total.add(c);
+        }
+        serde_json::json!({ "total": total, "tools": self.counters })
     }
 
     /// The turn's results in input order, as JSON; the turn is forgotten.
@@ -389,6 +702,7 @@ impl Engine {
             Some(_) => {}
         }
         let turn = self.turns.remove(&turn_id).expect("checked above");
+        self.held_back.remove(&turn_id);
         Ok(turn.slots.into_iter().map(|s| s.result.expect("a finished turn has every result")).collect())
     }
 
@@ -396,6 +710,16 @@ impl Engine {
     pub fn running(&self) -> usize {
         self.runs.len()
     }
+}
+
+#[derive(Clone, Copy)]
+enum TurnEnd<'a> {
+    Cancelled(&'a str),
+    Deadline,
+}
+
+fn stopped_after(call_id: &str, tool_name: &str) -> String {
+    format!("call {call_id} (\"{tool_name}\") before it failed, and this turn stops at the first failed call that changes state")
 }
 
 /// Final touches every result gets: its trace marks, timing and outcome.

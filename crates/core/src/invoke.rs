@@ -1,19 +1,42 @@
-//! Station 9: the handler runs under a total deadline. The handler itself runs in the host (JS); this module
-//! decides what a call that did not settle in time, or was cancelled, tells the model.
+//! Station 9: the handler runs under a total deadline and an idle deadline. The handler itself runs in the host
+//! (JS); this module decides what a call that did not settle in time, or was cancelled, tells the model.
 
 use crate::registry::Tool;
 use crate::result::{ErrorKind, ToolResult};
+use crate::retry;
+
+/// What a call stopped part-way tells the model about its effect and what to do next.
+fn advice(tool: &Tool) -> &'static str {
+    if tool.spec.read_only {
+        "It only reads, so nothing changed: retry with a narrower request (fewer items, a smaller range, a simpler query)."
+    } else {
+        "It can change state and was stopped part-way, so its effect is unknown: check whether it took effect before retrying."
+    }
+}
 
 pub fn timed_out(call_id: String, tool: &Tool) -> ToolResult {
     let name = &tool.spec.name;
-    let limit = tool.timeout_ms;
-    let (advice, retryable) = if tool.spec.read_only {
-        ("It only reads, so nothing changed: retry with a narrower request (fewer items, a smaller range, a simpler query).", true)
-    } else {
-        ("It can change state and was stopped part-way, so its effect is unknown: check whether it took effect before retrying.", false)
-    };
-    let error = format!("Tool \"{name}\" did not finish within its time limit of {limit} ms and was stopped. {advice}");
-    ToolResult::failure(call_id, name.clone(), ErrorKind::Timeout, error, retryable)
+    let error = format!("Tool \"{name}\" did not finish within its time limit of {} ms and was stopped. {}", tool.timeout_ms, advice(tool));
+    ToolResult::failure(call_id, name.clone(), ErrorKind::Timeout, error, retry::timeout_retryable(tool))
+}
+
+pub fn idle_timed_out(call_id: String, tool: &Tool, idle_ms: u64) -> ToolResult {
+    let name = &tool.spec.name;
+    let error = format!("Tool \"{name}\" reported no progress for {idle_ms} ms (its idle limit) and was stopped. {}", advice(tool));
+    ToolResult::failure(call_id, name.clone(), ErrorKind::IdleTimeout, error, retry::timeout_retryable(tool))
+}
+
+/// The turn's own deadline passed while this call ran.
+pub fn turn_deadline_hit(call_id: String, tool: &Tool, deadline_ms: u64) -> ToolResult {
+    let name = &tool.spec.name;
+    let error = format!("Tool \"{name}\" was stopped when the turn's deadline of {deadline_ms} ms passed. {}", advice(tool));
+    ToolResult::failure(call_id, name.clone(), ErrorKind::Timeout, error, retry::timeout_retryable(tool))
+}
+
+/// A call a turn policy kept from starting; `why` completes "was not run: …".
+pub fn not_executed(call_id: String, tool_name: &str, why: &str) -> ToolResult {
+    let error = format!("Tool \"{tool_name}\" was not run: {why}.");
+    ToolResult::failure(call_id, tool_name.to_string(), ErrorKind::NotExecuted, error, true)
 }
 
 /// The turn was cancelled (`reason` says by whom or why) before or while this call ran.

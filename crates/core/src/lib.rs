@@ -11,14 +11,15 @@ pub mod parse;
 pub mod permission;
 pub mod registry;
 pub mod result;
+pub mod retry;
 pub mod scheduler;
 pub mod shape;
 pub mod timer;
 pub mod validate;
 
-pub use engine::{Engine, Start, Step};
+pub use engine::{Alarm, Engine, Start, Step};
 pub use normalize::Outcome;
-pub use options::{EngineOptions, ToolSpec};
+pub use options::{EngineOptions, RetryPolicy, ToolSpec, TurnOptions};
 pub use permission::Policy;
 pub use registry::DefinitionFormat;
 pub use result::{ErrorKind, ToolResult};

@@ -4,6 +4,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::result::{ErrorKind, ToolResult};
+use crate::retry;
 
 /// How much of stderr the model sees next to stdout; all of it stays in metadata.
 const STDERR_SUMMARY_CHARS: usize = 500;
@@ -45,8 +46,13 @@ struct Thrown {
     message: Option<String>,
     stack: Option<String>,
     code: Option<Value>,
-    #[serde(default)]
-    retryable: bool,
+    /// `err.retryable` when it is a boolean.
+    retryable: Option<bool>,
+    /// `err.status`, `err.statusCode` or `err.response.status`.
+    status: Option<u64>,
+    /// `err.cause.code` (fetch wraps the socket error there).
+    cause_code: Option<String>,
+    retry_after_ms: Option<u64>,
     /// Set when the thrown value was not an Error: its text form.
     non_error: Option<String>,
 }
@@ -79,7 +85,11 @@ pub fn normalize(call_id: String, name: String, outcome: Outcome) -> ToolResult 
                 (None, None, Some(m)) => m.clone(),
                 (None, None, None) => "it threw without saying why".into(),
             };
-            let mut result = handler_failure(call_id, name.clone(), format!("Tool \"{name}\" failed: {what}"), thrown.retryable);
+            let code = thrown.code.as_ref().and_then(Value::as_str);
+            let codes: Vec<&str> = code.into_iter().chain(thrown.cause_code.as_deref()).collect();
+            let retryable = retry::transient(thrown.retryable, &codes, thrown.status);
+            let mut result = handler_failure(call_id, name.clone(), format!("Tool \"{name}\" failed: {what}"), retryable);
+            result.retry_after_ms = thrown.retry_after_ms;
             result.metadata.error_name = thrown.name;
             result.metadata.stack = thrown.stack;
             result.metadata.error_code = thrown.code;

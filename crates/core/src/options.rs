@@ -1,6 +1,6 @@
 //! Executor and tool settings as they arrive (JSON), checked once, with the defaults filled in.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -25,6 +25,50 @@ pub struct EngineOptions {
     pub max_output_chars: usize,
     #[serde(default = "default_max_error")]
     pub max_error_chars: usize,
+    /// Retry policy of a tool that declares none; a tool's own `retry` overrides it field by field.
+    #[serde(default)]
+    pub retry: RetryPolicy,
+}
+
+/// Exponential backoff with full jitter: attempt n waits a random time in [0, min(maxDelayMs, initialDelayMs ×
+/// backoffFactor^(n-1))), or at least a failure's `retryAfterMs`; no attempt starts later than `maxElapsedMs`
+/// after the first one started.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RetryPolicy {
+    pub max_retries: u32,
+    pub initial_delay_ms: u64,
+    pub backoff_factor: f64,
+    pub max_delay_ms: u64,
+    pub max_elapsed_ms: u64,
+}
+
+impl Default for RetryPolicy {
+    /// LangChain's defaults: 2 retries, doubling from 1 s, capped at 60 s.
+    fn default() -> Self {
+        RetryPolicy { max_retries: 2, initial_delay_ms: 1_000, backoff_factor: 2.0, max_delay_ms: 60_000, max_elapsed_ms: 120_000 }
+    }
+}
+
+impl RetryPolicy {
+    /// This policy with the fields `overrides` (a JSON object) names replaced.
+    pub fn overridden(&self, overrides: &Value) -> Result<Self, String> {
+        let mut merged = serde_json::to_value(self).expect("a policy serializes");
+        let (Value::Object(base), Value::Object(changes)) = (&mut merged, overrides) else {
+            return Err("retry must be an object like { maxRetries: 2, initialDelayMs: 1000 } or false".into());
+        };
+        base.extend(changes.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let policy: RetryPolicy = serde_json::from_value(merged).map_err(|e| format!("invalid retry policy: {e}"))?;
+        policy.check()?;
+        Ok(policy)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if !(self.backoff_factor >= 1.0 && self.backoff_factor.is_finite()) {
+            return Err("retry.backoffFactor must be a number of at least 1".into());
+        }
+        Ok(())
+    }
 }
 
 fn default_timeout() -> u64 {
@@ -63,7 +107,7 @@ impl EngineOptions {
         positive("concurrency", self.concurrency)?;
         positive("maxOutputChars", self.max_output_chars)?;
         positive("maxErrorChars", self.max_error_chars)?;
-        Ok(())
+        self.retry.check()
     }
 
     /// A tool's total time budget: its own timeout or the default, never above the executor's cap.
@@ -98,6 +142,15 @@ pub struct ToolSpec {
     pub idempotent: bool,
     #[serde(default)]
     pub timeout_ms: Option<u64>,
+    /// Longest silence (no `ctx.progress()`) before the call is stopped; the total timeout still caps the call.
+    #[serde(default)]
+    pub idle_timeout_ms: Option<u64>,
+    /// Overrides of the executor's retry policy (`false` arrives as `{ maxRetries: 0 }`).
+    #[serde(default)]
+    pub retry: Option<Value>,
+    /// How many calls of this tool may run at once across the executor (on top of the executor's `concurrency`).
+    #[serde(default)]
+    pub max_concurrency: Option<usize>,
     #[serde(default)]
     pub max_output_chars: Option<usize>,
     /// Refused unless the execution context approves the tool by name.
@@ -114,9 +167,41 @@ impl ToolSpec {
         if let Some(t) = spec.timeout_ms {
             positive("timeoutMs", t as usize).map_err(|e| format!("tool \"{}\": {e}", spec.name))?;
         }
+        let named = |e: String| format!("tool \"{}\": {e}", spec.name);
         if let Some(n) = spec.max_output_chars {
-            positive("maxOutputChars", n).map_err(|e| format!("tool \"{}\": {e}", spec.name))?;
+            positive("maxOutputChars", n).map_err(named)?;
+        }
+        if let Some(t) = spec.idle_timeout_ms {
+            positive("idleTimeoutMs", t as usize).map_err(named)?;
+        }
+        if let Some(n) = spec.max_concurrency {
+            positive("maxConcurrency", n).map_err(named)?;
         }
         Ok(spec)
+    }
+}
+
+/// What one `execute` asks of its turn beyond the calls.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TurnOptions {
+    /// The whole turn's time budget: calls not started by then are not run, running ones are stopped.
+    #[serde(default)]
+    pub deadline_ms: Option<u64>,
+    /// After a state-changing call fails, the calls after it are not run.
+    #[serde(default)]
+    pub stop_on_error: bool,
+}
+
+impl TurnOptions {
+    pub fn from_json(json: &str) -> Result<Self, String> {
+        if json.is_empty() {
+            return Ok(TurnOptions::default());
+        }
+        let options: TurnOptions = serde_json::from_str(json).map_err(|e| format!("invalid execute options: {e}"))?;
+        if options.deadline_ms == Some(0) {
+            return Err("deadlineMs must be a positive number".into());
+        }
+        Ok(options)
     }
 }

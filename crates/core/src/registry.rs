@@ -6,7 +6,7 @@ use std::sync::Arc;
 use jsonschema::{PatternOptions, Validator};
 use serde_json::{json, Value};
 
-use crate::options::{EngineOptions, ToolSpec};
+use crate::options::{EngineOptions, RetryPolicy, ToolSpec};
 
 /// The longest name every provider accepts (OpenAI's limit is the tightest).
 const MAX_NAME_LEN: usize = 64;
@@ -17,6 +17,7 @@ pub struct Tool {
     pub validator: Validator,
     pub timeout_ms: u64,
     pub max_output_chars: usize,
+    pub retry: RetryPolicy,
 }
 
 #[derive(Default)]
@@ -100,9 +101,14 @@ impl Registry {
         }
         let schema = object_schema(&spec.name, spec.parameters.take())?;
         let validator = compile(&spec.name, &schema)?;
+        let retry = match &spec.retry {
+            Some(overrides) => options.retry.overridden(overrides).map_err(|e| format!("tool \"{}\": {e}", spec.name))?,
+            None => options.retry.clone(),
+        };
         let tool = Tool {
             timeout_ms: options.timeout_for(&spec),
             max_output_chars: spec.max_output_chars.unwrap_or(options.max_output_chars),
+            retry,
             schema,
             validator,
             spec,
@@ -136,7 +142,7 @@ impl Registry {
             .iter()
             .filter(|t| visible(t))
             .map(|t| {
-                json!({
+                let mut item = json!({
                     "name": t.spec.name,
                     "description": t.spec.description,
                     "parameters": t.schema,
@@ -145,7 +151,15 @@ impl Registry {
                     "needsApproval": t.spec.needs_approval,
                     "timeoutMs": t.timeout_ms,
                     "maxOutputChars": t.max_output_chars,
-                })
+                    "retry": t.retry,
+                });
+                if let Some(ms) = t.spec.idle_timeout_ms {
+                    item["idleTimeoutMs"] = json!(ms);
+                }
+                if let Some(n) = t.spec.max_concurrency {
+                    item["maxConcurrency"] = json!(n);
+                }
+                item
             })
             .collect();
         Value::Array(items)

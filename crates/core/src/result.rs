@@ -69,12 +69,26 @@ pub struct Metadata {
     pub stack: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub original_chars: Option<usize>,
+    /// Every failed attempt before the last, when the call was retried.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attempt_errors: Vec<AttemptError>,
     pub stages: Vec<StationMark>,
     /// Milliseconds since the Unix epoch when the call entered the pipeline.
     pub started_at: f64,
     /// Milliseconds the call waited in the scheduler before its handler started.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queued_ms: Option<f64>,
+}
+
+/// A failed attempt that was retried.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptError {
+    pub attempt: u32,
+    pub error_kind: ErrorKind,
+    pub error: String,
+    /// The backoff chosen before the next attempt.
+    pub retry_in_ms: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -90,6 +104,9 @@ pub struct ToolResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_kind: Option<ErrorKind>,
     pub retryable: bool,
+    /// How long to wait before trying again, when the failure said so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
     pub latency_ms: f64,
     pub attempts: u32,
     pub cached: bool,
@@ -107,6 +124,7 @@ impl ToolResult {
             error: None,
             error_kind: None,
             retryable: false,
+            retry_after_ms: None,
             latency_ms: 0.0,
             attempts: 0,
             cached: false,
@@ -124,6 +142,7 @@ impl ToolResult {
             error: Some(error),
             error_kind: Some(kind),
             retryable,
+            retry_after_ms: None,
             latency_ms: 0.0,
             attempts: 0,
             cached: false,

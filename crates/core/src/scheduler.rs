@@ -27,15 +27,23 @@ impl Schedule {
         Schedule { groups, running: 0, concurrency: concurrency.max(1) }
     }
 
-    /// The calls that may start now; the caller reports each one's end with `finished`.
-    pub fn ready(&mut self) -> Vec<usize> {
+    /// The calls that may start now; the caller reports each one's end with `finished`. `may_start` is asked
+    /// for each candidate in input order (a tool at its own concurrency limit says no and is passed over, and
+    /// takes the slot when it is next asked); it must count what it admits.
+    pub fn ready(&mut self, mut may_start: impl FnMut(usize) -> bool) -> Vec<usize> {
         let mut ready = Vec::new();
         while let Some(group) = self.groups.front_mut() {
             let limit = if group.concurrent { self.concurrency } else { 1 };
-            while self.running < limit {
-                let Some(index) = group.waiting.pop_front() else { break };
-                ready.push(index);
-                self.running += 1;
+            let mut position = 0;
+            while self.running < limit && position < group.waiting.len() {
+                let index = group.waiting[position];
+                if may_start(index) {
+                    group.waiting.remove(position);
+                    ready.push(index);
+                    self.running += 1;
+                } else {
+                    position += 1;
+                }
             }
             if group.waiting.is_empty() && self.running == 0 {
                 self.groups.pop_front();
@@ -44,6 +52,11 @@ impl Schedule {
             }
         }
         ready
+    }
+
+    /// Whether calls are still waiting to start.
+    pub fn has_waiting(&self) -> bool {
+        self.groups.iter().any(|g| !g.waiting.is_empty())
     }
 
     pub fn finished(&mut self) {
@@ -66,7 +79,7 @@ mod tests {
         let mut out = vec![];
         let mut running: VecDeque<usize> = VecDeque::new();
         loop {
-            let ready = s.ready();
+            let ready = s.ready(|_| true);
             if !ready.is_empty() {
                 running.extend(&ready);
                 out.push(ready);
@@ -94,18 +107,28 @@ mod tests {
     fn consecutive_writes_each_wait_for_the_one_before() {
         assert_eq!(waves(&[(0, false), (1, false)], 8), vec![vec![0], vec![1]]);
         let mut s = Schedule::new([(0, false), (1, true)], 8);
-        assert_eq!(s.ready(), vec![0]);
-        assert!(s.ready().is_empty(), "the read waits until the write ends");
+        assert_eq!(s.ready(|_| true), vec![0]);
+        assert!(s.ready(|_| true).is_empty(), "the read waits until the write ends");
         s.finished();
-        assert_eq!(s.ready(), vec![1]);
+        assert_eq!(s.ready(|_| true), vec![1]);
+    }
+
+    #[test]
+    fn a_refused_candidate_is_passed_over_in_its_batch_and_taken_later() {
+        let mut s = Schedule::new([(0, true), (1, true), (2, true)], 8);
+        assert_eq!(s.ready(|i| i != 1), vec![0, 2]);
+        assert_eq!(s.ready(|_| true), vec![1]);
+        let mut w = Schedule::new([(0, false), (1, true)], 8);
+        assert!(w.ready(|_| false).is_empty(), "a blocked write holds back what follows");
+        assert!(w.has_waiting());
     }
 
     #[test]
     fn take_waiting_empties_the_schedule() {
         let mut s = Schedule::new([(0, false), (1, true), (2, true)], 8);
-        assert_eq!(s.ready(), vec![0]);
+        assert_eq!(s.ready(|_| true), vec![0]);
         assert_eq!(s.take_waiting(), vec![1, 2]);
         s.finished();
-        assert!(s.ready().is_empty());
+        assert!(s.ready(|_| true).is_empty());
     }
 }

@@ -1,4 +1,5 @@
-//! Deadlines for every running call, watched by one task that wakes the driver only when one passes.
+//! Deadlines (a call's total and idle limits, retry backoffs, turn deadlines), watched by one task that wakes the
+//! driver only when one passes.
 //!
 //! The driver (the JS thread, or a Rust loop in tests) owns all call state; the watcher never touches it. On a
 //! wake the driver calls `pop_expired`, so a call that settled just before its deadline cannot also time out.
@@ -10,32 +11,41 @@ use std::time::Instant;
 
 use tokio::sync::Notify;
 
-#[derive(Default)]
-struct State {
-    entries: BTreeSet<(Instant, u32)>,
+struct State<K> {
+    entries: BTreeSet<(Instant, K)>,
     /// When the sleeping watcher will look again by itself; arming a later deadline need not wake it.
     looks_at: Option<Instant>,
     closed: bool,
 }
 
-#[derive(Default)]
-struct Shared {
-    state: Mutex<State>,
+struct Shared<K> {
+    state: Mutex<State<K>>,
     notify: Notify,
 }
 
-#[derive(Clone, Default)]
-pub struct Deadlines {
-    shared: Arc<Shared>,
+/// What a deadline key must be: ordered (ties between equal instants break on it) and cheap to copy.
+pub trait Key: Ord + Copy + Send + 'static {}
+impl<K: Ord + Copy + Send + 'static> Key for K {}
+
+#[derive(Clone)]
+pub struct Deadlines<K> {
+    shared: Arc<Shared<K>>,
 }
 
-impl Deadlines {
-    fn state(&self) -> MutexGuard<'_, State> {
+impl<K: Key> Default for Deadlines<K> {
+    fn default() -> Self {
+        let state = State { entries: BTreeSet::new(), looks_at: None, closed: false };
+        Deadlines { shared: Arc::new(Shared { state: Mutex::new(state), notify: Notify::new() }) }
+    }
+}
+
+impl<K: Key> Deadlines<K> {
+    fn state(&self) -> MutexGuard<'_, State<K>> {
         // A panic while holding this lock cannot leave the set half-written; keep going.
         self.shared.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn arm(&self, at: Instant, key: u32) {
+    pub fn arm(&self, at: Instant, key: K) {
         let mut state = self.state();
         let earlier = state.looks_at.is_none_or(|looks_at| at < looks_at);
         state.entries.insert((at, key));
@@ -45,12 +55,12 @@ impl Deadlines {
         }
     }
 
-    pub fn disarm(&self, at: Instant, key: u32) {
+    pub fn disarm(&self, at: Instant, key: K) {
         self.state().entries.remove(&(at, key));
     }
 
     /// Removes and returns every key whose deadline is at or before `now`, earliest first.
-    pub fn pop_expired(&self, now: Instant) -> Vec<u32> {
+    pub fn pop_expired(&self, now: Instant) -> Vec<K> {
         let mut state = self.state();
         let mut expired = Vec::new();
         while let Some(&(at, key)) = state.entries.first() {
@@ -119,7 +129,7 @@ mod tests {
 
     #[test]
     fn pops_only_what_has_passed_in_deadline_order() {
-        let d = Deadlines::default();
+        let d = Deadlines::<u32>::default();
         let t0 = Instant::now();
         d.arm(t0 + Duration::from_millis(30), 3);
         d.arm(t0 + Duration::from_millis(10), 1);
@@ -132,7 +142,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_watcher_wakes_once_per_passed_deadline_and_stops_on_close() {
-        let d = Deadlines::default();
+        let d = Deadlines::<u32>::default();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let task = tokio::spawn(d.watch(move || {
             let _ = tx.send(());

@@ -1,131 +1,10 @@
 //! The engine driven as a host drives it, with a fake invoker in place of JS handlers and a hand-moved clock.
 
-use std::collections::HashMap;
-use std::time::{Duration, Instant};
+mod common;
 
+use common::*;
 use serde_json::{json, Value};
-use toolgate_core::{DefinitionFormat, Engine, EngineOptions, ErrorKind, Outcome, Policy, Start, Step, ToolResult, ToolSpec};
-
-/// What a fake handler does when started.
-#[derive(Clone)]
-enum Behaviour {
-    Return(Outcome),
-    Hang,
-}
-
-struct Host {
-    engine: Engine,
-    handlers: HashMap<String, Behaviour>,
-    now: Instant,
-    /// Every handler start and end, in order: ("start"|"end"|"abort", tool name).
-    log: Vec<(&'static str, String)>,
-    running: HashMap<u32, String>,
-    done: Vec<u32>,
-}
-
-fn spec(json: Value) -> ToolSpec {
-    ToolSpec::from_json(&json.to_string()).unwrap()
-}
-
-impl Host {
-    fn new(options: Value) -> Self {
-        Host {
-            engine: Engine::new(EngineOptions::from_json(&options.to_string()).unwrap()),
-            handlers: HashMap::new(),
-            now: Instant::now(),
-            log: vec![],
-            running: HashMap::new(),
-            done: vec![],
-        }
-    }
-
-    fn tool(&mut self, spec_json: Value, behaviour: Behaviour) -> &mut Self {
-        let spec = spec(spec_json);
-        self.handlers.insert(spec.name.clone(), behaviour);
-        self.engine.register(spec).unwrap();
-        self
-    }
-
-    /// Applies a step; handlers that return settle in start order once the step's starts are all made,
-    /// as JS settles them on later microtasks.
-    fn apply(&mut self, step: Step) {
-        self.done.extend(&step.done);
-        for run in step.abort {
-            if let Some(name) = self.running.remove(&run) {
-                self.log.push(("abort", name));
-            }
-        }
-        let starts: Vec<Start> = step.start;
-        for s in &starts {
-            self.log.push(("start", s.name.clone()));
-            self.running.insert(s.run, s.name.clone());
-        }
-        for s in starts {
-            if let Behaviour::Return(outcome) = self.handlers[&s.name].clone() {
-                if self.running.remove(&s.run).is_some() {
-                    self.log.push(("end", s.name.clone()));
-                    let next = self.engine.complete(s.run, outcome, self.now);
-                    self.apply(next);
-                }
-            }
-        }
-    }
-
-    fn begin(&mut self, calls: Value, policy: Policy) -> u32 {
-        let step = self.engine.begin(&calls.to_string(), &policy, None, self.now).unwrap();
-        let turn = step.turn.unwrap();
-        self.apply(step);
-        turn
-    }
-
-    fn advance_clock(&mut self, ms: u64) {
-        self.now += Duration::from_millis(ms);
-        let step = self.engine.expire(self.now);
-        self.apply(step);
-    }
-
-    fn results(&mut self, turn: u32) -> Vec<ToolResult> {
-        assert!(self.done.contains(&turn), "turn {turn} is not done");
-        self.engine.take_results(turn).unwrap()
-    }
-
-    fn run(&mut self, calls: Value) -> Vec<ToolResult> {
-        let turn = self.begin(calls, Policy::default());
-        self.results(turn)
-    }
-}
-
-fn text(s: &str) -> Behaviour {
-    Behaviour::Return(Outcome::Text(s.into()))
-}
-
-fn search_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "minLength": 2},
-            "max_results": {"type": "integer", "minimum": 1, "maximum": 50},
-            "sort": {"enum": ["relevance", "date"]},
-            "filters": {"type": "array", "items": {"type": "object", "properties": {"field": {"type": "string"}}, "required": ["field"]}}
-        },
-        "required": ["query"],
-        "additionalProperties": false
-    })
-}
-
-fn host() -> Host {
-    let mut h = Host::new(json!({"defaultTimeoutMs": 1000}));
-    h.tool(json!({"name": "search", "readOnly": true, "parameters": search_schema()}), text("found"));
-    h.tool(json!({"name": "write_file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}), text("written"));
-    h.tool(json!({"name": "deploy", "needsApproval": true}), text("deployed"));
-    h.tool(json!({"name": "hang", "readOnly": true, "timeoutMs": 100}), Behaviour::Hang);
-    h.tool(json!({"name": "hang_write", "timeoutMs": 100}), Behaviour::Hang);
-    h
-}
-
-fn error(r: &ToolResult) -> &str {
-    r.error.as_deref().unwrap_or("")
-}
+use toolgate_core::{DefinitionFormat, Engine, EngineOptions, ErrorKind, Outcome, Policy, Step, ToolSpec, TurnOptions};
 
 #[test]
 fn every_call_gets_one_result_in_input_order() {
@@ -247,6 +126,7 @@ fn a_hung_handler_times_out_at_its_deadline_and_a_late_settlement_changes_nothin
     h.advance_clock(1);
     assert!(h.done.contains(&turn));
     assert_eq!(h.log.last().unwrap(), &("abort", "hang".to_string()), "the handler's signal is aborted");
+    assert_eq!(h.engine.time_counters()["tools"]["hang"]["timeouts"], 1);
     assert_eq!(h.engine.complete(run, Outcome::Text("late".into()), h.now), Step::default());
     let results = h.results(turn);
     assert_eq!(results[0].error_kind, Some(ErrorKind::Timeout));
@@ -287,12 +167,12 @@ fn cancelling_aborts_running_calls_and_reports_the_unstarted() {
 fn a_run_the_host_had_not_started_is_cancelled_as_not_run() {
     let mut h = Host::new(json!({}));
     h.tool(json!({"name": "r", "readOnly": true}), Behaviour::Hang);
-    let step = h.engine.begin(&json!([{"name": "r"}, {"name": "r"}]).to_string(), &Policy::default(), None, h.now).unwrap();
+    let step = h.engine.begin(&json!([{"name": "r"}, {"name": "r"}]).to_string(), &Policy::default(), &TurnOptions::default(), None, h.now).unwrap();
     let turn = step.turn.unwrap();
     let (first, second) = (step.start[0].run, step.start[1].run);
     // The first handler aborted the turn before the host reached the second start.
     let step = h.engine.cancel(turn, "aborted by the caller", &[second], h.now);
-    assert_eq!(step.abort, vec![first]);
+    assert_eq!(step.abort, vec![(first, ErrorKind::Cancelled)]);
     assert_eq!(step.done, vec![turn]);
     h.done.extend(step.done);
     let results = h.results(turn);
@@ -304,7 +184,8 @@ fn a_run_the_host_had_not_started_is_cancelled_as_not_run() {
 #[test]
 fn a_turn_begun_cancelled_runs_nothing() {
     let mut h = host();
-    let step = h.engine.begin(&json!([{"name": "search", "input": {"query": "xy"}}]).to_string(), &Policy::default(), Some("aborted by the caller"), h.now).unwrap();
+    let calls = json!([{"name": "search", "input": {"query": "xy"}}]).to_string();
+    let step = h.engine.begin(&calls, &Policy::default(), &TurnOptions::default(), Some("aborted by the caller"), h.now).unwrap();
     assert!(step.start.is_empty());
     let turn = step.turn.unwrap();
     h.apply(step);

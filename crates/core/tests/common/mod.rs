@@ -1,0 +1,148 @@
+//! A fake host: drives the engine as the JS layer does, with scripted handlers and a hand-moved clock.
+#![allow(dead_code)] // each test binary uses its own part of it
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use toolgate_core::{Engine, EngineOptions, Outcome, Policy, Start, Step, ToolResult, ToolSpec, TurnOptions};
+
+/// What a fake handler does when started.
+#[derive(Clone)]
+pub enum Behaviour {
+    Return(Outcome),
+    Hang,
+}
+
+pub struct Host {
+    pub engine: Engine,
+    /// Each start takes the next behaviour; the last one repeats.
+    pub handlers: HashMap<String, Vec<Behaviour>>,
+    pub now: Instant,
+    /// Every handler start and end, in order: ("start"|"end"|"abort", tool name).
+    pub log: Vec<(&'static str, String)>,
+    pub running: HashMap<u32, String>,
+    pub done: Vec<u32>,
+}
+
+pub fn spec(json: Value) -> ToolSpec {
+    ToolSpec::from_json(&json.to_string()).unwrap()
+}
+
+impl Host {
+    pub fn new(options: Value) -> Self {
+        Host {
+            engine: Engine::new(EngineOptions::from_json(&options.to_string()).unwrap()),
+            handlers: HashMap::new(),
+            now: Instant::now(),
+            log: vec![],
+            running: HashMap::new(),
+            done: vec![],
+        }
+    }
+
+    pub fn tool(&mut self, spec_json: Value, behaviour: Behaviour) -> &mut Self {
+        self.tool_script(spec_json, vec![behaviour])
+    }
+
+    pub fn tool_script(&mut self, spec_json: Value, script: Vec<Behaviour>) -> &mut Self {
+        let spec = spec(spec_json);
+        self.handlers.insert(spec.name.clone(), script);
+        self.engine.register(spec).unwrap();
+        self
+    }
+
+    pub fn next_behaviour(&mut self, name: &str) -> Behaviour {
+        let script = self.handlers.get_mut(name).unwrap();
+        if script.len() > 1 {
+            script.remove(0)
+        } else {
+            script[0].clone()
+        }
+    }
+
+    /// Applies a step; handlers that return settle in start order once the step's starts are all made,
+    /// as JS settles them on later microtasks.
+    pub fn apply(&mut self, step: Step) {
+        self.done.extend(&step.done);
+        for (run, _) in step.abort {
+            if let Some(name) = self.running.remove(&run) {
+                self.log.push(("abort", name));
+            }
+        }
+        let starts: Vec<Start> = step.start;
+        for s in &starts {
+            self.log.push(("start", s.name.clone()));
+            self.running.insert(s.run, s.name.clone());
+        }
+        for s in starts {
+            if let Behaviour::Return(outcome) = self.next_behaviour(&s.name) {
+                if self.running.remove(&s.run).is_some() {
+                    self.log.push(("end", s.name.clone()));
+                    let next = self.engine.complete(s.run, outcome, self.now);
+                    self.apply(next);
+                }
+            }
+        }
+    }
+
+    pub fn begin(&mut self, calls: Value, policy: Policy) -> u32 {
+        self.begin_with(calls, policy, TurnOptions::default())
+    }
+
+    pub fn begin_with(&mut self, calls: Value, policy: Policy, options: TurnOptions) -> u32 {
+        let step = self.engine.begin(&calls.to_string(), &policy, &options, None, self.now).unwrap();
+        let turn = step.turn.unwrap();
+        self.apply(step);
+        turn
+    }
+
+    pub fn advance_clock(&mut self, ms: u64) {
+        self.now += Duration::from_millis(ms);
+        let step = self.engine.expire(self.now);
+        self.apply(step);
+    }
+
+    pub fn results(&mut self, turn: u32) -> Vec<ToolResult> {
+        assert!(self.done.contains(&turn), "turn {turn} is not done");
+        self.engine.take_results(turn).unwrap()
+    }
+
+    pub fn run(&mut self, calls: Value) -> Vec<ToolResult> {
+        let turn = self.begin(calls, Policy::default());
+        self.results(turn)
+    }
+}
+
+pub fn text(s: &str) -> Behaviour {
+    Behaviour::Return(Outcome::Text(s.into()))
+}
+
+pub fn search_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "minLength": 2},
+            "max_results": {"type": "integer", "minimum": 1, "maximum": 50},
+            "sort": {"enum": ["relevance", "date"]},
+            "filters": {"type": "array", "items": {"type": "object", "properties": {"field": {"type": "string"}}, "required": ["field"]}}
+        },
+        "required": ["query"],
+        "additionalProperties": false
+    })
+}
+
+pub fn host() -> Host {
+    let mut h = Host::new(json!({"defaultTimeoutMs": 1000}));
+    h.tool(json!({"name": "search", "readOnly": true, "parameters": search_schema()}), text("found"));
+    h.tool(json!({"name": "write_file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}), text("written"));
+    h.tool(json!({"name": "deploy", "needsApproval": true}), text("deployed"));
+    h.tool(json!({"name": "hang", "readOnly": true, "timeoutMs": 100, "retry": {"maxRetries": 0}}), Behaviour::Hang);
+    h.tool(json!({"name": "hang_write", "timeoutMs": 100}), Behaviour::Hang);
+    h
+}
+
+pub fn error(r: &ToolResult) -> &str {
+    r.error.as_deref().unwrap_or("")
+}
+

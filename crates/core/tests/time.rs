@@ -1,0 +1,205 @@
+//! Time and failure through the engine: retries with backoff, idle timeouts, turn deadlines, stopOnError and
+//! per-tool concurrency, with scripted handlers and a hand-moved clock.
+
+mod common;
+
+use common::*;
+use serde_json::json;
+use toolgate_core::{ErrorKind, Outcome, Policy, ToolResult, TurnOptions};
+
+fn thrown(fields: serde_json::Value) -> Behaviour {
+    Behaviour::Return(Outcome::Thrown(fields.to_string()))
+}
+
+fn transient() -> Behaviour {
+    thrown(json!({"name": "Error", "message": "socket hang up", "code": "ECONNRESET"}))
+}
+
+/// Moves the clock in small steps until the turn is done (or a minute of fake time has passed).
+fn run_out(h: &mut Host, turn: u32) -> Vec<ToolResult> {
+    for _ in 0..600 {
+        if h.done.contains(&turn) {
+            break;
+        }
+        h.advance_clock(100);
+    }
+    h.results(turn)
+}
+
+fn retrying(max_retries: u32) -> serde_json::Value {
+    json!({"maxRetries": max_retries, "initialDelayMs": 100, "maxDelayMs": 1000})
+}
+
+#[test]
+fn a_transient_failure_is_retried_until_it_succeeds() {
+    let mut h = Host::new(json!({}));
+    h.tool_script(json!({"name": "flaky", "retry": retrying(3)}), vec![transient(), transient(), text("ok")]);
+    let turn = h.begin(json!([{"name": "flaky"}]), Policy::default());
+    let r = &run_out(&mut h, turn)[0];
+    assert!(r.success, "{:?}", r.error);
+    assert_eq!(r.attempts, 3);
+    assert_eq!(r.metadata.attempt_errors.len(), 2);
+    assert!(r.metadata.attempt_errors[0].error.contains("socket hang up"));
+    let starts = h.log.iter().filter(|(e, _)| *e == "start").count();
+    assert_eq!(starts, 3);
+    assert_eq!(h.engine.time_counters()["tools"]["flaky"]["retries"], 2);
+}
+
+#[test]
+fn retries_stop_at_the_limit_and_the_last_failure_stands() {
+    let mut h = Host::new(json!({}));
+    h.tool(json!({"name": "down", "retry": retrying(2)}), thrown(json!({"name": "HTTPError", "message": "503", "status": 503})));
+    let turn = h.begin(json!([{"name": "down"}]), Policy::default());
+    let r = &run_out(&mut h, turn)[0];
+    assert_eq!((r.attempts, r.error_kind), (3, Some(ErrorKind::HandlerError)));
+    assert!(r.retryable);
+    assert_eq!(r.metadata.attempt_errors.iter().map(|e| e.attempt).collect::<Vec<_>>(), [1, 2]);
+}
+
+#[test]
+fn what_is_not_transient_is_never_retried() {
+    let mut h = Host::new(json!({}));
+    h.tool(json!({"name": "bug", "retry": retrying(3)}), thrown(json!({"name": "TypeError", "message": "x is undefined"})));
+    h.tool(json!({"name": "no", "retry": retrying(3)}), thrown(json!({"name": "Error", "message": "nope", "status": 503, "retryable": false})));
+    h.tool(json!({"name": "search", "retry": retrying(3), "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}), text("x"));
+    let turn = h.begin(json!([{"name": "bug"}, {"name": "no"}, {"name": "search", "input": {"q": 1}}, {"name": "nope"}]), Policy::default());
+    let results = run_out(&mut h, turn);
+    assert!(results.iter().all(|r| r.attempts <= 1 && r.metadata.attempt_errors.is_empty()));
+    assert_eq!(h.log.iter().filter(|(e, _)| *e == "start").count(), 2);
+}
+
+#[test]
+fn a_retry_after_hint_is_waited_for() {
+    let mut h = Host::new(json!({}));
+    let limited = thrown(json!({"name": "RateLimit", "message": "slow down", "status": 429, "retryAfterMs": 5000}));
+    h.tool_script(json!({"name": "api", "retry": retrying(1)}), vec![limited, text("ok")]);
+    let turn = h.begin(json!([{"name": "api"}]), Policy::default());
+    h.advance_clock(4900);
+    assert_eq!(h.log.iter().filter(|(e, _)| *e == "start").count(), 1, "not before the hint");
+    h.advance_clock(200);
+    assert!(run_out(&mut h, turn)[0].success);
+}
+
+#[test]
+fn timeouts_are_retried_only_for_reads_and_idempotent_tools() {
+    let mut h = Host::new(json!({}));
+    h.tool_script(json!({"name": "read", "readOnly": true, "timeoutMs": 50, "retry": retrying(1)}), vec![Behaviour::Hang, text("ok")]);
+    h.tool(json!({"name": "write", "timeoutMs": 50, "retry": retrying(1)}), Behaviour::Hang);
+    h.tool_script(json!({"name": "put", "idempotent": true, "timeoutMs": 50, "retry": retrying(1)}), vec![Behaviour::Hang, text("ok")]);
+    let turn = h.begin(json!([{"name": "read"}, {"name": "write"}, {"name": "put"}]), Policy::default());
+    let results = run_out(&mut h, turn);
+    assert!(results[0].success && results[0].attempts == 2);
+    assert_eq!((results[1].error_kind, results[1].attempts), (Some(ErrorKind::Timeout), 1));
+    assert!(results[2].success && results[2].attempts == 2);
+}
+
+#[test]
+fn the_retry_budget_bounds_the_whole_call() {
+    let mut h = Host::new(json!({}));
+    let policy = json!({"maxRetries": 5, "initialDelayMs": 1000, "maxDelayMs": 1000, "maxElapsedMs": 100});
+    h.tool(json!({"name": "flaky", "retry": policy}), transient());
+    let turn = h.begin(json!([{"name": "flaky"}]), Policy::default());
+    let r = &run_out(&mut h, turn)[0];
+    assert!(r.attempts < 6, "a backoff that would end past maxElapsedMs is not taken");
+}
+
+#[test]
+fn idle_timeout_fires_without_progress_and_progress_never_extends_the_total() {
+    let mut h = Host::new(json!({}));
+    h.tool(json!({"name": "slow", "readOnly": true, "idleTimeoutMs": 100, "timeoutMs": 250, "retry": {"maxRetries": 0}}), Behaviour::Hang);
+    let turn = h.begin(json!([{"name": "slow"}, {"name": "slow"}]), Policy::default());
+    let chatty = *h.running.keys().min().unwrap();
+    for _ in 0..4 {
+        h.now += std::time::Duration::from_millis(60);
+        assert!(h.engine.progress(chatty, h.now));
+        let step = h.engine.expire(h.now);
+        h.apply(step);
+    }
+    let results = run_out(&mut h, turn);
+    let kinds: Vec<_> = results.iter().map(|r| r.error_kind).collect();
+    assert_eq!(kinds, [Some(ErrorKind::Timeout), Some(ErrorKind::IdleTimeout)], "progress kept the first alive until its total limit");
+    assert!(results[1].error.as_deref().unwrap().contains("no progress for 100 ms"));
+    assert!(!h.engine.progress(chatty, h.now), "progress after the end is refused");
+    assert_eq!(h.engine.time_counters()["total"]["idleTimeouts"], 1);
+}
+
+#[test]
+fn a_turn_deadline_stops_running_calls_and_skips_the_rest() {
+    let mut h = Host::new(json!({}));
+    h.tool(json!({"name": "w", "timeoutMs": 10_000, "retry": {"maxRetries": 0}}), Behaviour::Hang);
+    let options = TurnOptions { deadline_ms: Some(300), ..TurnOptions::default() };
+    let turn = h.begin_with(json!([{"name": "w"}, {"name": "w"}]), Policy::default(), options);
+    h.advance_clock(299);
+    assert!(!h.done.contains(&turn));
+    h.advance_clock(1);
+    let results = h.results(turn);
+    assert_eq!(results[0].error_kind, Some(ErrorKind::Timeout));
+    assert!(results[0].error.as_deref().unwrap().contains("turn's deadline of 300 ms"));
+    assert_eq!(results[1].error_kind, Some(ErrorKind::NotExecuted));
+    assert!(results[1].error.as_deref().unwrap().contains("passed before it started"));
+    assert_eq!(h.log.iter().filter(|(e, _)| *e == "start").count(), 1);
+    assert!(h.engine.deadlines().is_empty());
+}
+
+#[test]
+fn no_retry_is_planned_past_the_turn_deadline() {
+    let mut h = Host::new(json!({}));
+    let policy = json!({"maxRetries": 3, "initialDelayMs": 10_000, "maxDelayMs": 10_000});
+    h.tool_script(json!({"name": "flaky", "retry": policy}), vec![transient()]);
+    let options = TurnOptions { deadline_ms: Some(200), ..TurnOptions::default() };
+    let turn = h.begin_with(json!([{"name": "flaky"}]), Policy::default(), options);
+    let results = run_out(&mut h, turn);
+    assert!(results[0].attempts >= 1 && results[0].error_kind == Some(ErrorKind::HandlerError));
+}
+
+#[test]
+fn stop_on_error_skips_what_follows_a_failed_write_only() {
+    let mut h = Host::new(json!({}));
+    h.tool(json!({"name": "read", "readOnly": true}), thrown(json!({"message": "read failed"})));
+    h.tool(json!({"name": "write", "retry": {"maxRetries": 0}}), thrown(json!({"message": "disk full"})));
+    h.tool(json!({"name": "ok"}), text("fine"));
+    let options = TurnOptions { stop_on_error: true, ..TurnOptions::default() };
+    let turn = h.begin_with(
+        json!([{"name": "read"}, {"name": "ok"}, {"id": "w1", "name": "write"}, {"name": "ok"}, {"name": "read"}]),
+        Policy::default(),
+        options.clone(),
+    );
+    let results = h.results(turn);
+    assert!(results[1].success, "a failed read does not stop the turn");
+    assert_eq!(results[2].error_kind, Some(ErrorKind::HandlerError));
+    for r in &results[3..] {
+        assert_eq!(r.error_kind, Some(ErrorKind::NotExecuted));
+        assert!(r.error.as_deref().unwrap().contains("call w1 (\"write\") before it failed"));
+    }
+
+    let turn = h.begin_with(json!([{"id": "w2", "name": "write", "input": []}, {"name": "ok"}]), Policy::default(), options);
+    let results = h.results(turn);
+    assert_eq!(results[0].error_kind, Some(ErrorKind::InvalidArguments));
+    assert_eq!(results[1].error_kind, Some(ErrorKind::NotExecuted), "a refused write stops the turn too");
+}
+
+#[test]
+fn without_stop_on_error_nothing_cascades() {
+    let mut h = Host::new(json!({}));
+    h.tool(json!({"name": "write", "retry": {"maxRetries": 0}}), thrown(json!({"message": "disk full"})));
+    h.tool(json!({"name": "ok"}), text("fine"));
+    let results = h.run(json!([{"name": "write"}, {"name": "ok"}]));
+    assert!(results[1].success);
+}
+
+#[test]
+fn a_tool_max_concurrency_holds_across_turns() {
+    let mut h = Host::new(json!({"concurrency": 8}));
+    h.tool(json!({"name": "browser", "readOnly": true, "maxConcurrency": 1}), Behaviour::Hang);
+    h.tool(json!({"name": "other", "readOnly": true}), Behaviour::Hang);
+    let a = h.begin(json!([{"name": "browser"}, {"name": "browser"}, {"name": "other"}]), Policy::default());
+    let b = h.begin(json!([{"name": "browser"}]), Policy::default());
+    assert_eq!(h.engine.running(), 2, "one browser and the other tool");
+    // Finish the running browser: exactly one waiting browser call (the earlier turn's) takes its place.
+    let run = *h.running.iter().find(|(_, n)| *n == "browser").unwrap().0;
+    h.running.remove(&run);
+    let step = h.engine.complete(run, Outcome::Text("page".into()), h.now);
+    h.apply(step);
+    assert_eq!(h.running.values().filter(|n| *n == "browser").count(), 1);
+    assert!(!h.done.contains(&a) && !h.done.contains(&b));
+}
