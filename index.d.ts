@@ -34,17 +34,44 @@ export declare const ERROR_KINDS: readonly ErrorKind[]
 
 /** What a handler receives besides its arguments. */
 export interface ToolContext<Ctx = ExecutionContext> {
-  /** Aborted when the call times out or the turn is cancelled; pass it to fetch, child processes, etc. */
+  /**
+   * Aborted when the call times out (total or idle limit) or the turn is cancelled; pass it to fetch, child
+   * processes, etc. Each attempt gets a fresh one.
+   */
   signal: AbortSignal
   /** The call's id as the model sent it (or a generated one). */
   callId: string
   toolName: string
   /** The `context` given to `execute`, as is (the same object). */
   context: Ctx | undefined
+  /** 1 for the first attempt, 2 for the first retry, … */
+  attempt: number
+  /**
+   * Shows the handler is alive: restarts the tool's idle limit (`idleTimeoutMs`; the total `timeoutMs` still
+   * holds) and passes `info` to the `onProgress` listeners.
+   */
+  progress(info?: unknown): void
 }
 
 /** A handler may return a value or a Promise of one, and may throw or reject with anything. */
 export type ToolHandler<Args = any, Ctx = ExecutionContext> = (args: Args, ctx: ToolContext<Ctx>) => unknown
+
+/**
+ * Exponential backoff with full jitter: attempt n+1 waits a random time below
+ * min(maxDelayMs, initialDelayMs × backoffFactor^(n-1)), or at least a failure's `retryAfterMs`.
+ */
+export interface RetryPolicy {
+  /** Retries after the first attempt. Default 2. */
+  maxRetries?: number
+  /** Default 1000. */
+  initialDelayMs?: number
+  /** Default 2. */
+  backoffFactor?: number
+  /** Default 60 000. */
+  maxDelayMs?: number
+  /** No attempt starts later than this after the first one started. Default 120 000. */
+  maxElapsedMs?: number
+}
 
 export interface ToolSpec<Args = any, Ctx = ExecutionContext> {
   /** 1–64 characters of a-z, A-Z, 0-9, `_` and `-` (what every provider accepts). */
@@ -59,6 +86,12 @@ export interface ToolSpec<Args = any, Ctx = ExecutionContext> {
   idempotent?: boolean
   /** Total time limit in ms (default: the executor's `defaultTimeoutMs`, never above its `maxTimeoutMs`). */
   timeoutMs?: number
+  /** Longest silence, in ms, between `ctx.progress()` calls (and before the first) before the call is stopped. */
+  idleTimeoutMs?: number
+  /** Overrides of the executor's retry policy, field by field; `false`: never retry this tool. */
+  retry?: RetryPolicy | false
+  /** How many calls of this tool may run at once across the executor (on top of `concurrency`). */
+  maxConcurrency?: number
   /** Longest output, in characters, the model reads (default: the executor's `maxOutputChars`). */
   maxOutputChars?: number
   /** Refused unless the execution context lists the tool in `approvedTools`. */
@@ -78,6 +111,61 @@ export interface ExecutorOptions {
   maxOutputChars?: number
   /** Longest error text, in characters; longer ones keep head and tail. Default 10 000. */
   maxErrorChars?: number
+  /** The retry policy of tools that declare none (default: 2 retries, ×2 from 1 s, capped at 60 s); `false`: none. */
+  retry?: RetryPolicy | false
+  /** Every `ctx.progress()` of every call. */
+  onProgress?: (event: ProgressEvent) => void
+  /** Trace events, in batches (today: late settlements). */
+  onTrace?: (events: TraceEvent[]) => void
+}
+
+export interface ProgressEvent {
+  callId: string
+  toolName: string
+  attempt: number
+  /** What the handler passed to `ctx.progress(info)`. */
+  info: unknown
+}
+
+/** A handler settled after its call had already been answered (timed out or cancelled): its effects came late. */
+export interface LateSettlementEvent {
+  type: 'late_settlement'
+  callId: string
+  toolName: string
+  attempt: number
+  endedBy: 'timeout' | 'idle_timeout' | 'cancelled'
+  outcome: 'resolved' | 'rejected'
+  /** How long after the call was answered the handler settled. */
+  afterMs: number
+}
+export type TraceEvent = LateSettlementEvent
+
+export interface PendingHandler {
+  callId: string
+  toolName: string
+  attempt: number
+  /** `abandoned`: its call was already answered (timed out or cancelled) but the handler has not settled. */
+  state: 'running' | 'abandoned'
+  reason?: 'timeout' | 'idle_timeout' | 'cancelled'
+  runningMs: number
+}
+
+export interface TimeCounters {
+  retries: number
+  timeouts: number
+  idleTimeouts: number
+  lateSettlements: number
+}
+export interface ExecutorStats {
+  total: TimeCounters
+  tools: Record<string, TimeCounters>
+}
+
+/** Throw it (or any error with `retryable: true`) to ask for another attempt under the tool's retry policy. */
+export declare class RetryableError extends Error {
+  constructor(message?: string, options?: { retryAfterMs?: number; cause?: unknown })
+  readonly retryable: true
+  readonly retryAfterMs?: number
 }
 
 /**
@@ -98,6 +186,12 @@ export interface ExecuteOptions<Ctx = ExecutionContext> {
   /** Aborting it aborts running handlers and cancels calls not yet started. */
   signal?: AbortSignal
   context?: Ctx
+  /** The whole turn's budget in ms: calls not started by then are `not_executed`, running ones are stopped. */
+  deadlineMs?: number
+  /** After a state-changing call fails, the calls after it are `not_executed` (default: no cascade). */
+  stopOnError?: boolean
+  /** This turn's `ctx.progress()` events. */
+  onProgress?: (event: ProgressEvent) => void
 }
 
 /** Anthropic `tool_use` content block. */
@@ -141,7 +235,7 @@ export type ToolCall = AnthropicToolUse | OpenAIResponsesFunctionCall | OpenAICh
 /** The stations a call reached. */
 export type Station = 'lookup' | 'parse' | 'validate' | 'permission' | 'invoke' | 'normalize' | 'shape'
 /** One station's verdict on a call, as `"station:outcome"`, e.g. `"permission:allowed"`, `"invoke:timeout"`. */
-export type StationMark = `${Station}:${string}`
+export type StationMark = `${Station | 'retry'}:${string}`
 
 export interface ToolResultMetadata {
   /** A process-style result's stderr, whole (the model sees a summary). */
@@ -155,6 +249,8 @@ export interface ToolResultMetadata {
   stack?: string
   /** Length in characters before truncation, when `truncated`. */
   originalChars?: number
+  /** Every failed attempt before the last, when the call was retried. */
+  attemptErrors?: { attempt: number; errorKind: ErrorKind; error: string; retryInMs: number }[]
   /** The stations the call passed, in order, and what each decided: the call's trace record. */
   stages: StationMark[]
   /** When the turn began, in ms since the Unix epoch. */
@@ -175,9 +271,11 @@ export interface ToolResult {
   errorKind?: ErrorKind
   /** May the same call succeed later, unchanged? */
   retryable: boolean
+  /** How long to wait before trying again, when the failure said so (`retryAfterMs`, a Retry-After header). */
+  retryAfterMs?: number
   /** How long the handler ran, in ms (0 when it did not run). */
   latencyMs: number
-  /** How many times the handler was started (0 when the call was refused before invoke). */
+  /** How many times the handler was started (0 when the call was refused before invoke; more when retried). */
   attempts: number
   cached: boolean
   truncated: boolean
@@ -192,7 +290,10 @@ export interface RegisteredTool {
   idempotent: boolean
   needsApproval: boolean
   timeoutMs: number
+  idleTimeoutMs?: number
+  maxConcurrency?: number
   maxOutputChars: number
+  retry: Required<RetryPolicy>
 }
 
 export type DefinitionFormat = 'openai-responses' | 'openai-chat' | 'anthropic' | 'ai-sdk'
@@ -245,6 +346,15 @@ export declare class ToolExecutor<Ctx extends ExecutionContext = ExecutionContex
   definitions(format: 'ai-sdk', options?: DefinitionsOptions): AISDKFunctionTool[]
   /** Handlers running now, across all turns. */
   readonly running: number
+  /** Every handler that has not settled, including those whose calls already timed out or were cancelled. */
+  pendingHandlers(): PendingHandler[]
+  /** Retries, timeouts, idle timeouts and late settlements, per tool and in total. */
+  stats(): ExecutorStats
+  /**
+   * Cancels every open turn and waits at most `timeoutMs` (default 5000) for handlers still running; resolves to
+   * those still running then. `execute` rejects afterwards.
+   */
+  close(options?: { timeoutMs?: number }): Promise<{ stillRunning: PendingHandler[] }>
   /**
    * Runs one turn. Resolves to one result per call, in input order; every failure is a result.
    * Rejects (never throws synchronously) only for programmer errors: `calls` not an array, a malformed

@@ -56,6 +56,8 @@ class ToolExecutor {
   #closed = false
   /** Set while `close()` waits for the last abandoned handler. */
   #onAbandonedSettled = null
+  /** The one `close()` in progress or done: closing twice waits for the same thing. */
+  #closing = null
   /** The starts of the step being applied, and which one is starting now. */
   #pendingStarts = null
   #startIndex = 0
@@ -128,11 +130,16 @@ class ToolExecutor {
    * Cancels every open turn, then waits (at most `timeoutMs`) for handlers still running to settle. Resolves to
    * the handlers that were still running at the end; after it, `execute` rejects.
    */
-  async close({ timeoutMs = CLOSE_TIMEOUT_MS } = {}) {
+  close(options = {}) {
+    this.#closing ??= this.#close(options)
+    return this.#closing
+  }
+
+  async #close({ timeoutMs = CLOSE_TIMEOUT_MS }) {
     this.#closed = true
     for (const turn of [...this.#turns.values()]) {
       turn.abortReason = new DOMException('The tool executor was closed', 'AbortError')
-      this.#apply(this.#engine.cancel(turn.id, 'the tool executor was closed', []))
+      this.#apply(this.#engine.cancel(turn.id, 'the tool executor was closed', this.#unstartedRuns(turn.id)))
     }
     if (this.#abandoned.size > 0) {
       await new Promise((resolve) => {
@@ -467,12 +474,19 @@ function describeThrown(err) {
 function retryAfterMs(err) {
   if (Number.isFinite(err.retryAfterMs) && err.retryAfterMs >= 0) return Math.round(err.retryAfterMs)
   const headers = err.headers ?? err.response?.headers
-  const header = typeof headers?.get === 'function' ? headers.get('retry-after') : headers?.['retry-after']
+  const header = typeof headers?.get === 'function' ? headers.get('retry-after') : headerOf(headers, 'retry-after')
   if (typeof header !== 'string' && typeof header !== 'number') return undefined
   const seconds = Number(header)
   if (Number.isFinite(seconds)) return Math.max(0, Math.round(seconds * 1000))
   const at = Date.parse(header)
   return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now())
+}
+
+/** A plain headers object's value, whatever the case of its key. */
+function headerOf(headers, name) {
+  if (headers === null || typeof headers !== 'object') return undefined
+  const key = Object.keys(headers).find((k) => k.toLowerCase() === name)
+  return key === undefined ? undefined : headers[key]
 }
 
 function reprOf(value) {

@@ -14,6 +14,20 @@ const sleep = (ms, value) => new Promise((resolve) => setTimeout(resolve, ms, va
 /** A promise that never settles and holds nothing in the event loop. */
 const never = () => new Promise(() => {})
 
+/** A promise that rejects with the signal's reason once it is aborted: a handler that honours its signal. */
+const untilAborted = (signal) => new Promise((_resolve, reject) => {
+  if (signal.aborted) reject(signal.reason)
+  else signal.addEventListener('abort', () => reject(signal.reason), { once: true })
+})
+
+/** Collects process warnings (toolgate turns a listener's exception into one) until `stop()`. */
+function collectWarnings() {
+  const warnings = []
+  const onWarning = (warning) => warnings.push(warning)
+  process.on('warning', onWarning)
+  return { warnings, stop: () => process.off('warning', onWarning) }
+}
+
 /** A promise with its resolve/reject exposed. */
 function deferred() {
   let resolve
@@ -138,6 +152,8 @@ module.exports = {
   ADMITTED,
   sleep,
   never,
+  untilAborted,
+  collectWarnings,
   deferred,
   gateWith,
   marks,

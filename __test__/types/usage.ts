@@ -1,7 +1,7 @@
 // Compiled with `tsc --noEmit` in `npm test`: the public types as a user writes against them.
 // `@ts-expect-error` lines must stay errors, so the types also refuse what they should.
 
-import { ToolExecutor, formatResults, forLlm, ERROR_KINDS } from '../..'
+import { ToolExecutor, RetryableError, formatResults, forLlm, ERROR_KINDS } from '../..'
 import type { ErrorKind, ToolCall, ToolResult, ToolContext, ExecutionContext, AnthropicTool } from '../..'
 
 interface AppContext extends ExecutionContext {
@@ -64,3 +64,28 @@ async function turn(): Promise<void> {
 
 const kinds: readonly ErrorKind[] = ERROR_KINDS
 void [turn, kinds, gate.unregister('write_file')]
+
+// Time and failure: retry policies, idle limits, progress, turn policies, lifecycle.
+const timed = new ToolExecutor({ retry: { maxRetries: 3, initialDelayMs: 200 }, onProgress: (e) => void e.info, onTrace: (events) => void events[0].afterMs })
+timed.register({
+  name: 'crawl',
+  readOnly: true,
+  idleTimeoutMs: 2_000,
+  maxConcurrency: 1,
+  retry: { maxRetries: 1 },
+  handler: async (_args: Record<string, never>, ctx) => {
+    ctx.progress({ pages: 1 })
+    if (ctx.attempt === 1) throw new RetryableError('busy', { retryAfterMs: 500 })
+    return 'done'
+  },
+})
+timed.register({ name: 'send_mail', retry: false, handler: () => 'sent' })
+async function timedTurn(): Promise<void> {
+  const results = await timed.execute([{ name: 'crawl' }], { deadlineMs: 10_000, stopOnError: true, onProgress: (e) => void e.callId })
+  const retried: number | undefined = results[0].metadata.attemptErrors?.[0].retryInMs
+  const pending: ('running' | 'abandoned')[] = timed.pendingHandlers().map((h) => h.state)
+  const late: number = timed.stats().total.lateSettlements
+  const { stillRunning } = await timed.close({ timeoutMs: 1_000 })
+  void [retried, pending, late, stillRunning.length, results[0].retryAfterMs]
+}
+void timedTurn

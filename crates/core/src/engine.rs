@@ -572,8 +572,9 @@ impl Engine {
                 continue;
             }
             if let Some((at, failure)) = slot.backoff.take() {
-                // Waiting to retry: the last failure stands.
+                // Waiting to retry: the last failure stands, so it is no longer one of the attempts before the last.
                 self.deadlines.disarm(at, Alarm::Retry(turn_id, index));
+                slot.attempt_errors.pop();
                 places.push(failure.name.clone());
                 answers.push((index, failure));
             } else if let Some(run) = slot.run.filter(|r| self.runs.contains_key(r)) {
@@ -604,6 +605,9 @@ impl Engine {
             let kind = result.error_kind.expect("an early end is a failure");
             if was_running {
                 step.abort.push((run, kind));
+            }
+            if kind == ErrorKind::Timeout {
+                self.counters.entry(tool.spec.name.clone()).or_default().timeouts += 1;
             }
             slot.marks.push(mark("invoke", kind.as_str()));
             answers.push((index, result));

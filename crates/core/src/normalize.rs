@@ -48,11 +48,11 @@ struct Thrown {
     code: Option<Value>,
     /// `err.retryable` when it is a boolean.
     retryable: Option<bool>,
-    /// `err.status`, `err.statusCode` or `err.response.status`.
-    status: Option<u64>,
+    /// `err.status`, `err.statusCode` or `err.response.status` (read as a float: any number must not sink the rest).
+    status: Option<f64>,
     /// `err.cause.code` (fetch wraps the socket error there).
     cause_code: Option<String>,
-    retry_after_ms: Option<u64>,
+    retry_after_ms: Option<f64>,
     /// Set when the thrown value was not an Error: its text form.
     non_error: Option<String>,
 }
@@ -87,9 +87,11 @@ pub fn normalize(call_id: String, name: String, outcome: Outcome) -> ToolResult 
             };
             let code = thrown.code.as_ref().and_then(Value::as_str);
             let codes: Vec<&str> = code.into_iter().chain(thrown.cause_code.as_deref()).collect();
-            let retryable = retry::transient(thrown.retryable, &codes, thrown.status);
+            let status = thrown.status.filter(|s| s.fract() == 0.0 && (0.0..1000.0).contains(s)).map(|s| s as u64);
+            let retryable = retry::transient(thrown.retryable, &codes, status);
             let mut result = handler_failure(call_id, name.clone(), format!("Tool \"{name}\" failed: {what}"), retryable);
-            result.retry_after_ms = thrown.retry_after_ms;
+            // A day is more than any backoff budget; a larger hint only says "not soon".
+            result.retry_after_ms = thrown.retry_after_ms.filter(|ms| *ms >= 0.0).map(|ms| ms.min(86_400_000.0) as u64);
             result.metadata.error_name = thrown.name;
             result.metadata.stack = thrown.stack;
             result.metadata.error_code = thrown.code;

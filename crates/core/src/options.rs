@@ -34,7 +34,7 @@ pub struct EngineOptions {
 /// backoffFactor^(n-1))), or at least a failure's `retryAfterMs`; no attempt starts later than `maxElapsedMs`
 /// after the first one started.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct RetryPolicy {
     pub max_retries: u32,
     pub initial_delay_ms: u64,
