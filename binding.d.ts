@@ -26,8 +26,11 @@ export declare class Engine {
   progress(run: number): boolean
   /** A handler that timed out or was cancelled settled anyway. */
   noteLateSettlement(tool: string): void
-  /** Retries, timeouts, idle timeouts and late settlements as JSON, per tool and in total. */
-  timeCounters(): string
+  /** The engine's counters as JSON, per tool and in total. */
+  counters(): string
+  /** Forgets cached results of `tool`, or only those for the arguments in `args_json`; returns how many. */
+  invalidate(tool: string, argsJson?: string | undefined | null): number
+  clearCache(): void
   expire(): string
   /** `unstarted`: runs handed out whose handlers JS had not started when the turn's signal fired. */
   cancel(turn: number, reason: string, unstarted: Array<number>): string

@@ -13,12 +13,12 @@ const ERROR_KINDS = Object.freeze([
 ])
 const DEFINITION_FORMATS = ['openai-responses', 'openai-chat', 'anthropic', 'ai-sdk']
 const RESULT_FORMATS = ['anthropic', 'openai-responses', 'openai-chat', 'ai-sdk']
-const ENGINE_OPTIONS = ['defaultTimeoutMs', 'maxTimeoutMs', 'concurrency', 'maxOutputChars', 'maxErrorChars', 'retry']
+const ENGINE_OPTIONS = ['defaultTimeoutMs', 'maxTimeoutMs', 'concurrency', 'maxOutputChars', 'maxErrorChars', 'retry', 'cache', 'dedup', 'rateLimit']
 /** Executor options the JS layer keeps for itself. */
 const LISTENER_OPTIONS = ['onProgress', 'onTrace']
 const SPEC_FIELDS = [
   'name', 'description', 'parameters', 'readOnly', 'idempotent', 'timeoutMs', 'idleTimeoutMs', 'maxOutputChars',
-  'needsApproval', 'replace', 'retry', 'maxConcurrency',
+  'needsApproval', 'replace', 'retry', 'maxConcurrency', 'cache', 'dedup', 'rateLimit',
 ]
 const TURN_OPTIONS = ['deadlineMs', 'stopOnError']
 /** How long `close()` waits for handlers still running after their calls ended, unless told otherwise. */
@@ -121,9 +121,19 @@ class ToolExecutor {
     return [...[...this.#runs.values()].map((c) => entry(c, 'running')), ...[...this.#abandoned.values()].map((c) => entry(c, 'abandoned'))]
   }
 
-  /** Retries, timeouts, idle timeouts and late settlements, per tool and in total. */
+  /** Counters per tool and in total: retries, timeouts, late settlements, cache, flights, duplicates, rate limits. */
   stats() {
-    return JSON.parse(this.#engine.timeCounters())
+    return JSON.parse(this.#engine.counters())
+  }
+
+  /** Forgets cached results of `tool`, or only those for `args`; returns how many were dropped. */
+  invalidate(tool, args) {
+    if (typeof tool !== 'string') throw new TypeError('invalidate(tool, args?): tool must be a tool name')
+    return this.#engine.invalidate(tool, args === undefined ? undefined : JSON.stringify(args))
+  }
+
+  clearCache() {
+    this.#engine.clearCache()
   }
 
   /**
@@ -390,7 +400,12 @@ function pick(source, keys, what) {
 function policyJson(context) {
   if (context == null) return ''
   if (typeof context !== 'object') throw new TypeError('execute(calls, { context }): context must be an object')
-  const policy = {}
+  // Plain fields (sessionId, userId, tenantId, …) key dedup sessions, cache scopes and rate-limit buckets.
+  const fields = {}
+  for (const [key, value] of Object.entries(context)) {
+    if (typeof value === 'string' || typeof value === 'number') fields[key] = String(value)
+  }
+  const policy = { fields }
   for (const key of ['allowedTools', 'deniedTools', 'approvedTools']) {
     const list = context[key]
     if (list === undefined) continue

@@ -147,8 +147,18 @@ function recorder() {
   }
 }
 
+/** A tool's (or the total's) `stats()` counters: the ones named, every other one zero. */
+function counts(named) {
+  return {
+    retries: 0, timeouts: 0, idleTimeouts: 0, lateSettlements: 0,
+    cacheHits: 0, cacheMisses: 0, sharedFlights: 0, duplicates: 0, rateLimited: 0,
+    ...named,
+  }
+}
+
 module.exports = {
   PACKAGE_DIR,
+  counts,
   ADMITTED,
   sleep,
   never,

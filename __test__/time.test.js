@@ -7,7 +7,7 @@ const { describe, it } = require('node:test')
 const assert = require('node:assert/strict')
 const { ToolExecutor, RetryableError } = require('..')
 const {
-  gateWith, assertFailure, assertSuccess, marks, never, untilAborted, collectWarnings, deferred, sleep, recorder, ADMITTED,
+  gateWith, assertFailure, assertSuccess, marks, never, untilAborted, collectWarnings, deferred, sleep, recorder, ADMITTED, counts,
 } = require('./helpers')
 
 /**
@@ -76,7 +76,7 @@ describe('progress and idle timeouts', () => {
     assert.equal(signals.chatty.reason.message, 'The tool call exceeded its time limit')
     assert.ok(log.indexOf('abort:silent') < log.lastIndexOf('progress:chatty'), 'the chatty call reported progress after the silent one was stopped')
     assert.equal(log.at(-1), 'abort:chatty')
-    assert.deepEqual(gate.stats().tools.crawl, { retries: 0, timeouts: 1, idleTimeouts: 1, lateSettlements: 0 })
+    assert.deepEqual(gate.stats().tools.crawl, counts({ retries: 0, timeouts: 1, idleTimeouts: 1, lateSettlements: 0 }))
   })
 
   it('words the idle timeout of a state-changing call as of unknown effect, and never retries it', async () => {
@@ -161,7 +161,7 @@ describe('retries', () => {
       if (ctx.attempt < 3) throw error('socket hang up', { code: 'ECONNRESET' })
       return 'third time lucky'
     } }], { retry: FAST })
-    assert.deepEqual(gate.stats(), { total: { retries: 0, timeouts: 0, idleTimeouts: 0, lateSettlements: 0 }, tools: {} })
+    assert.deepEqual(gate.stats(), { total: counts({ retries: 0, timeouts: 0, idleTimeouts: 0, lateSettlements: 0 }), tools: {} })
     const [r] = await gate.execute([{ id: 'f', name: 'flaky' }])
     assertSuccess(r, 'third time lucky')
     assert.equal(r.attempts, 3)
@@ -179,8 +179,8 @@ describe('retries', () => {
     for (const { retryInMs } of attemptErrors) assert.ok(retryInMs >= 0 && retryInMs <= FAST.maxDelayMs, String(retryInMs))
     assert.deepEqual(marks(r), [...ADMITTED, ...FAILED, 'retry:scheduled', ...FAILED, 'retry:scheduled', ...RETURNED])
     assert.deepEqual(gate.stats(), {
-      total: { retries: 2, timeouts: 0, idleTimeouts: 0, lateSettlements: 0 },
-      tools: { flaky: { retries: 2, timeouts: 0, idleTimeouts: 0, lateSettlements: 0 } },
+      total: counts({ retries: 2, timeouts: 0, idleTimeouts: 0, lateSettlements: 0 }),
+      tools: { flaky: counts({ retries: 2, timeouts: 0, idleTimeouts: 0, lateSettlements: 0 }) },
     })
   })
 
@@ -311,7 +311,9 @@ describe('retries', () => {
       assertSuccess(r, 'attempt 2')
       assert.equal(r.attempts, 2)
       assert.equal(r.metadata.attemptErrors[0].errorKind, kind)
-      assert.deepEqual(marks(r), [...ADMITTED, `invoke:${kind}`, 'retry:scheduled', ...RETURNED])
+      // An idempotent tool is also cached, so its trace shows the cache miss before it ran.
+      const looked = r === put ? ['cache:miss'] : []
+      assert.deepEqual(marks(r), [...ADMITTED, ...looked, `invoke:${kind}`, 'retry:scheduled', ...RETURNED])
     }
     assertFailure(write, 'timeout', 'its effect is unknown')
     assertFailure(push, 'idle_timeout', 'its effect is unknown')
@@ -322,7 +324,7 @@ describe('retries', () => {
     assert.deepEqual(calls, { read: 2, put: 2, write: 1, watch: 2, push: 1 })
     // Each retried call: the hung attempt's signal aborted, the retry's a fresh one, left alone.
     assert.deepEqual(signals.map((s) => s.aborted).sort(), [false, false, false, true, true, true, true, true])
-    assert.deepEqual(gate.stats().total, { retries: 3, timeouts: 3, idleTimeouts: 2, lateSettlements: 0 })
+    assert.deepEqual(gate.stats().total, counts({ retries: 3, timeouts: 3, idleTimeouts: 2, lateSettlements: 0, cacheMisses: 1 }))
   })
 
   it('lets a tool override the executor’s policy field by field, or turn retries off with false', async () => {
@@ -695,7 +697,7 @@ describe('late settlement', () => {
     assertFailure(results[0], 'timeout')
     assert.deepEqual(state, [{ callId: 's1', toolName: 'stubborn', attempt: 1, state: 'running', reason: undefined }])
     assert.deepEqual(gate.pendingHandlers().map(pending), [{ callId: 's1', toolName: 'stubborn', attempt: 1, state: 'abandoned', reason: 'timeout' }])
-    assert.deepEqual(gate.stats().tools.stubborn, { retries: 0, timeouts: 1, idleTimeouts: 0, lateSettlements: 0 })
+    assert.deepEqual(gate.stats().tools.stubborn, counts({ retries: 0, timeouts: 1, idleTimeouts: 0, lateSettlements: 0 }))
     const snapshot = structuredClone(results)
 
     release.resolve('done at last')
@@ -707,8 +709,8 @@ describe('late settlement', () => {
     assert.ok(afterMs >= 0)
     assert.deepEqual(gate.pendingHandlers(), [])
     assert.deepEqual(gate.stats(), {
-      total: { retries: 0, timeouts: 1, idleTimeouts: 0, lateSettlements: 1 },
-      tools: { stubborn: { retries: 0, timeouts: 1, idleTimeouts: 0, lateSettlements: 1 } },
+      total: counts({ retries: 0, timeouts: 1, idleTimeouts: 0, lateSettlements: 1 }),
+      tools: { stubborn: counts({ retries: 0, timeouts: 1, idleTimeouts: 0, lateSettlements: 1 }) },
     })
     assert.deepEqual(results, snapshot, 'the answered result does not change')
   })
@@ -756,10 +758,10 @@ describe('late settlement', () => {
     await turnOfLoop()
     assert.deepEqual(traces.map((e) => [e.callId, e.attempt, e.endedBy, e.outcome]), [['p', 1, 'idle_timeout', 'resolved'], ['o', 1, 'timeout', 'resolved']])
     assert.deepEqual(gate.stats(), {
-      total: { retries: 1, timeouts: 1, idleTimeouts: 1, lateSettlements: 2 },
+      total: counts({ retries: 1, timeouts: 1, idleTimeouts: 1, lateSettlements: 2 }),
       tools: {
-        other: { retries: 0, timeouts: 1, idleTimeouts: 0, lateSettlements: 1 },
-        poll: { retries: 1, timeouts: 0, idleTimeouts: 1, lateSettlements: 1 },
+        other: counts({ retries: 0, timeouts: 1, idleTimeouts: 0, lateSettlements: 1 }),
+        poll: counts({ retries: 1, timeouts: 0, idleTimeouts: 1, lateSettlements: 1 }),
       },
     })
   })

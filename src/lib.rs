@@ -111,10 +111,22 @@ impl Engine {
         self.inner.note_late_settlement(&tool);
     }
 
-    /// Retries, timeouts, idle timeouts and late settlements as JSON, per tool and in total.
+    /// The engine's counters as JSON, per tool and in total.
     #[napi]
-    pub fn time_counters(&self) -> String {
-        self.inner.time_counters().to_string()
+    pub fn counters(&self) -> String {
+        self.inner.counters().to_string()
+    }
+
+    /// Forgets cached results of `tool`, or only those for the arguments in `args_json`; returns how many.
+    #[napi]
+    pub fn invalidate(&mut self, tool: String, args_json: Option<String>) -> Result<u32> {
+        let args = args_json.map(|json| serde_json::from_str(&json)).transpose().map_err(|e| fail(format!("invalidate: args must be JSON: {e}")))?;
+        Ok(self.inner.invalidate(&tool, args.as_ref()) as u32)
+    }
+
+    #[napi]
+    pub fn clear_cache(&mut self) {
+        self.inner.clear_cache();
     }
 
     #[napi]

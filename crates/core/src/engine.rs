@@ -11,13 +11,17 @@ use serde::ser::SerializeTuple;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
+use crate::cache::{self, Kept};
 use crate::calls::{read_calls, IncomingCall};
+use crate::dedup::{self, Mode};
 use crate::normalize::{normalize, Outcome};
 use crate::options::{EngineOptions, ToolSpec, TurnOptions};
 use crate::permission::Policy;
+use crate::ratelimit::{self, RateLimit};
 use crate::registry::{DefinitionFormat, Registry, Tool};
 use crate::result::{AttemptError, ErrorKind, StationMark, ToolResult};
 use crate::scheduler::Schedule;
+use crate::store::{MemoryLimits, MemoryStore, Store, Take};
 use crate::timer::Deadlines;
 use crate::{invoke, lookup, parse, retry, shape, validate};
 
@@ -85,6 +89,8 @@ pub enum Alarm {
     Idle(u32),
     /// The end of a call's backoff: (turn, call index).
     Retry(u32, usize),
+    /// The token a call reserved is due: (turn, call index).
+    RateWait(u32, usize),
     /// A turn's own deadline.
     Turn(u32),
 }
@@ -102,7 +108,21 @@ struct Slot {
     attempt_errors: Vec<AttemptError>,
     /// Waiting to retry until then; the failure stands if the retry never comes.
     backoff: Option<(Instant, ToolResult)>,
+    /// Waiting until then for the rate-limit token it reserved.
+    rate_wait: Option<Instant>,
+    /// The cache key this call fills (and other identical calls wait on) when it succeeds.
+    fills: Option<String>,
+    /// The key of the identical call in flight whose result this call will share.
+    joined: Option<String>,
+    /// The session and query key this call counted under, and how often the query ran before.
+    dedup: Option<DedupMark>,
     result: Option<ToolResult>,
+}
+
+struct DedupMark {
+    session: String,
+    key: String,
+    earlier: u64,
 }
 
 struct Turn {
@@ -115,6 +135,8 @@ struct Turn {
     begun_epoch_ms: f64,
     deadline: Option<(Instant, u64)>,
     stop_on_error: bool,
+    /// The context's plain fields, for rate-limit keys.
+    fields: HashMap<String, String>,
 }
 
 struct Run {
@@ -125,22 +147,32 @@ struct Run {
     idle: Option<(Instant, u64)>,
 }
 
-/// Per-tool counts of what happened to calls after they started.
+/// Per-tool counts of work retried, stopped, avoided or refused.
 #[derive(Debug, Default, Clone, Copy, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TimeCounters {
+pub struct ToolCounters {
     pub retries: u64,
     pub timeouts: u64,
     pub idle_timeouts: u64,
     pub late_settlements: u64,
+    pub cache_hits: u64,
+    pub cache_misses: u64,
+    pub shared_flights: u64,
+    pub duplicates: u64,
+    pub rate_limited: u64,
 }
 
-impl TimeCounters {
-    fn add(&mut self, other: &TimeCounters) {
-        self.retries += other.retries;
-        self.timeouts += other.timeouts;
-        self.idle_timeouts += other.idle_timeouts;
-        self.late_settlements += other.late_settlements;
+impl ToolCounters {
+    fn add(&mut self, o: &ToolCounters) {
+        self.retries += o.retries;
+        self.timeouts += o.timeouts;
+        self.idle_timeouts += o.idle_timeouts;
+        self.late_settlements += o.late_settlements;
+        self.cache_hits += o.cache_hits;
+        self.cache_misses += o.cache_misses;
+        self.shared_flights += o.shared_flights;
+        self.duplicates += o.duplicates;
+        self.rate_limited += o.rate_limited;
     }
 }
 
@@ -154,7 +186,11 @@ pub struct Engine {
     tool_running: HashMap<String, usize>,
     /// Turns with a call held back by a tool's `maxConcurrency`: advanced when such a tool frees a place.
     held_back: BTreeSet<u32>,
-    counters: BTreeMap<String, TimeCounters>,
+    counters: BTreeMap<String, ToolCounters>,
+    store: Box<dyn Store>,
+    /// Calls waiting on an identical call in flight, by the cache key it fills.
+    flights: HashMap<String, Vec<(u32, usize)>>,
+    rate_limit: Option<RateLimit>,
     next_turn: u32,
     next_run: u32,
 }
@@ -169,7 +205,22 @@ fn millis(d: Duration) -> f64 {
 
 impl Engine {
     pub fn new(options: EngineOptions) -> Self {
+        let limits = MemoryLimits {
+            max_entries: options.cache.max_entries,
+            max_bytes: options.cache.max_bytes,
+            max_namespaces: options.dedup.max_sessions,
+            max_counters_per_namespace: options.dedup.max_queries_per_session,
+        };
+        Self::with_store(options, Box::new(MemoryStore::new(limits)))
+    }
+
+    /// An engine whose cache, buckets and counters live in `store` (shared across processes, for instance).
+    pub fn with_store(options: EngineOptions, store: Box<dyn Store>) -> Self {
+        let rate_limit = options.rate_limit.as_ref().map(|v| RateLimit::parse(v).expect("checked with the options"));
         Engine {
+            store,
+            flights: HashMap::new(),
+            rate_limit,
             options,
             registry: Registry::default(),
             turns: HashMap::new(),
@@ -228,8 +279,13 @@ impl Engine {
         // With stopOnError, a state-changing call refused here stops every call after it.
         let mut stopped_by: Option<(String, String)> = None;
         for (index, call) in calls.into_iter().enumerate() {
-            let (mut slot, valid_args) = self.admit(call, policy);
+            let (mut slot, mut valid_args) = self.admit(call, policy);
             let tool = slot.tool.clone();
+            if let (Some(args), Some(tool)) = (&valid_args, &tool) {
+                if !self.avoid(turn_id, index, &mut slot, tool, args, policy, now) {
+                    valid_args = None;
+                }
+            }
             match (valid_args, &stopped_by) {
                 (Some(_), Some((id, name))) => {
                     let tool_name = tool.as_ref().map_or("", |t| t.spec.name.as_str());
@@ -261,6 +317,7 @@ impl Engine {
             begun_epoch_ms,
             deadline,
             stop_on_error: options.stop_on_error,
+            fields: policy.fields.clone(),
         };
         for slot in turn.slots.iter_mut() {
             if let Some(result) = slot.result.as_mut() {
@@ -296,6 +353,10 @@ impl Engine {
             attempts: 0,
             attempt_errors: Vec::new(),
             backoff: None,
+            rate_wait: None,
+            fills: None,
+            joined: None,
+            dedup: None,
             result: None,
         };
         let refuse = |slot: &mut Slot, station: &'static str, name: &str, kind: ErrorKind, error: String| {
@@ -348,6 +409,96 @@ impl Engine {
         (slot, Some(args))
     }
 
+    /// Stations 6 and 7, dedup and cache: work a call need not do. False when the call is answered here or
+    /// will share an identical call's result; the slot then holds its result or the flight it joined.
+    #[allow(clippy::too_many_arguments)]
+    fn avoid(&mut self, turn_id: u32, index: usize, slot: &mut Slot, tool: &Tool, args: &Value, policy: &Policy, now: Instant) -> bool {
+        let name = tool.spec.name.as_str();
+        if let (Some(session), true) = (policy.fields.get("sessionId"), tool.dedup.mode != Mode::Off) {
+            let key = tool.dedup.query_key(name, args);
+            let ttl = Duration::from_millis(self.options.dedup.session_ttl_ms);
+            let earlier = self.store.increment(session, &key, ttl, now) - 1;
+            if earlier > 0 {
+                self.counters.entry(name.to_string()).or_default().duplicates += 1;
+                match tool.dedup.mode {
+                    Mode::Refuse => {
+                        slot.marks.push(mark("dedup", "refused"));
+                        let mut result = dedup::refused(slot.id.clone(), name, earlier);
+                        result.metadata.repeats = Some(earlier);
+                        slot.result = Some(result);
+                        return false;
+                    }
+                    Mode::Reuse => {
+                        let reused = self.store.get(&reuse_key(session, &key), now);
+                        if let Some(mut result) = reused.and_then(|text| Kept::revive(&text, slot.id.clone(), name.to_string())) {
+                            slot.marks.push(mark("dedup", "reused"));
+                            result.metadata.repeats = Some(earlier);
+                            result.metadata.reused = true;
+                            slot.result = Some(result);
+                            return false;
+                        }
+                        slot.marks.push(mark("dedup", "repeat"));
+                    }
+                    _ => slot.marks.push(mark("dedup", "repeat")),
+                }
+            } else {
+                slot.marks.push(mark("dedup", "first"));
+            }
+            slot.dedup = Some(DedupMark { session: session.clone(), key, earlier });
+        }
+        let Some(rule) = &tool.cache else { return true };
+        let scope = rule.scope.as_ref().map(|field| policy.fields.get(field).map_or("", String::as_str));
+        let key = cache::key(name, args, scope);
+        let counters = self.counters.entry(name.to_string()).or_default();
+        if let Some(mut result) = self.store.get(&key, now).and_then(|text| Kept::revive(&text, slot.id.clone(), name.to_string())) {
+            counters.cache_hits += 1;
+            slot.marks.push(mark("cache", "hit"));
+            result.cached = true;
+            slot.result = Some(result);
+            return false;
+        }
+        counters.cache_misses += 1;
+        if let Some(waiters) = self.flights.get_mut(&key) {
+            counters.shared_flights += 1;
+            slot.marks.push(mark("cache", "joined"));
+            waiters.push((turn_id, index));
+            slot.joined = Some(key);
+            return false;
+        }
+        slot.marks.push(mark("cache", "miss"));
+        self.flights.insert(key.clone(), Vec::new());
+        slot.fills = Some(key);
+        true
+    }
+
+    /// Station 8 for a call the scheduler hands out: a token from the executor's bucket and the tool's, now or
+    /// after a wait the call may make; else a `rate_limited` result.
+    fn take_tokens(&mut self, turn_id: u32, index: usize, now: Instant) -> Result<Option<Instant>, Box<ToolResult>> {
+        let turn = self.turns.get(&turn_id).expect("a live turn");
+        let policy_fields = &turn.fields;
+        let slot = &turn.slots[index];
+        let tool = slot.tool.clone().expect("a scheduled call has a tool");
+        let latest = turn.deadline.map(|(at, _)| at);
+        let mut ready_at = now;
+        let limits = [(self.rate_limit.clone(), true), (tool.rate_limit.clone(), false)];
+        for (limit, whole) in limits {
+            let Some(limit) = limit else { continue };
+            let split = limit.key.as_ref().map_or("", |field| policy_fields.get(field).map_or("", String::as_str));
+            let bucket_key = if whole { format!("*{}{split}", cache::SEP) } else { format!("{}{}{split}", tool.spec.name, cache::SEP) };
+            // A wait may not outlast the turn's deadline.
+            let max_wait = latest.map_or(limit.max_wait, |end| limit.max_wait.min(end.saturating_duration_since(now)));
+            match self.store.take_token(&bucket_key, limit.bucket, max_wait, now) {
+                Take::Now => {}
+                Take::After(wait) => ready_at = ready_at.max(now + wait),
+                Take::Refused(wait) => {
+                    self.counters.entry(tool.spec.name.clone()).or_default().rate_limited += 1;
+                    return Err(Box::new(ratelimit::refused(slot.id.clone(), &tool.spec.name, whole, wait)));
+                }
+            }
+        }
+        Ok((ready_at > now).then_some(ready_at))
+    }
+
     /// Starts what the turn's schedule allows and reports the turn done when nothing is left open.
     fn advance(&mut self, turn_id: u32, now: Instant, step: &mut Step) {
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
@@ -372,12 +523,42 @@ impl Engine {
             self.held_back.insert(turn_id);
         }
         for index in ready {
-            self.start_run(turn_id, index, now, step);
+            self.turns.get_mut(&turn_id).expect("a live turn").slots[index].scheduled = true;
+            match self.take_tokens(turn_id, index, now) {
+                Ok(None) => self.start_run(turn_id, index, now, step),
+                Ok(Some(at)) => self.wait_for_token(turn_id, index, at),
+                Err(refused) => {
+                    self.turns.get_mut(&turn_id).expect("a live turn").slots[index].marks.push(mark("rate_limit", "refused"));
+                    self.settle(turn_id, index, *refused, now, step);
+                }
+            }
         }
         let Some(turn) = self.turns.get(&turn_id) else { return };
-        if turn.open == 0 {
+        // A call settled above (refused a token) may have reported the turn done already.
+        if turn.open == 0 && !step.done.contains(&turn_id) {
             step.done.push(turn_id);
         }
+    }
+
+    /// The call reserved a token due at `at`; it keeps its places (schedule and tool) while it waits.
+    fn wait_for_token(&mut self, turn_id: u32, index: usize, at: Instant) {
+        let slot = &mut self.turns.get_mut(&turn_id).expect("a live turn").slots[index];
+        slot.marks.push(mark("rate_limit", "waited"));
+        slot.rate_wait = Some(at);
+        let name = slot.tool.as_ref().expect("a scheduled call has a tool").spec.name.clone();
+        *self.tool_running.entry(name).or_default() += 1;
+        self.deadlines.arm(at, Alarm::RateWait(turn_id, index));
+    }
+
+    fn token_due(&mut self, turn_id: u32, index: usize, now: Instant, step: &mut Step) {
+        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
+        let slot = &mut turn.slots[index];
+        if slot.rate_wait.take().is_none() || slot.result.is_some() {
+            return;
+        }
+        let name = slot.tool.as_ref().expect("a waiting call has a tool").spec.name.clone();
+        self.release_place(&name); // taken again by start_run
+        self.start_run(turn_id, index, now, step);
     }
 
     /// Hands out one attempt of a call: a fresh run id (and so a fresh signal in the host) and its deadlines.
@@ -471,6 +652,7 @@ impl Engine {
             match alarm {
                 Alarm::Total(run) | Alarm::Idle(run) => self.time_out(run, alarm, now, &mut step),
                 Alarm::Retry(turn_id, index) => self.retry_now(turn_id, index, now, &mut step),
+                Alarm::RateWait(turn_id, index) => self.token_due(turn_id, index, now, &mut step),
                 Alarm::Turn(turn_id) => self.end_turn_early(turn_id, now, &[], &mut step, TurnEnd::Deadline),
             }
         }
@@ -567,11 +749,21 @@ impl Engine {
         let mut answers: Vec<(usize, ToolResult)> = Vec::new();
         let mut ended_runs = Vec::new();
         let mut places = Vec::new();
+        let mut unstarted_waits = Vec::new();
         for (index, slot) in turn.slots.iter_mut().enumerate() {
             if slot.result.is_some() {
                 continue;
             }
-            if let Some((at, failure)) = slot.backoff.take() {
+            if let Some(at) = slot.rate_wait.take() {
+                self.deadlines.disarm(at, Alarm::RateWait(turn_id, index));
+                places.push(slot.tool.as_ref().expect("a waiting call has a tool").spec.name.clone());
+                unstarted_waits.push(index);
+            } else if let Some(key) = slot.joined.take() {
+                if let Some(waiters) = self.flights.get_mut(&key) {
+                    waiters.retain(|w| *w != (turn_id, index));
+                }
+                unstarted_waits.push(index);
+            } else if let Some((at, failure)) = slot.backoff.take() {
                 // Waiting to retry: the last failure stands, so it is no longer one of the attempts before the last.
                 self.deadlines.disarm(at, Alarm::Retry(turn_id, index));
                 slot.attempt_errors.pop();
@@ -613,7 +805,7 @@ impl Engine {
             answers.push((index, result));
         }
         let turn = self.turns.get_mut(&turn_id).expect("a live turn");
-        for index in waiting {
+        for index in waiting.into_iter().chain(unstarted_waits) {
             let slot = &mut turn.slots[index];
             let tool = slot.tool.clone().expect("a scheduled call has a tool");
             let result = match why {
@@ -629,6 +821,51 @@ impl Engine {
     }
 
     fn settle(&mut self, turn_id: u32, index: usize, mut result: ToolResult, now: Instant, step: &mut Step) {
+        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
+        let slot = &mut turn.slots[index];
+        let fills = slot.fills.take();
+        if let Some(mark_) = &slot.dedup {
+            result.metadata.repeats = (mark_.earlier > 0).then_some(mark_.earlier);
+        }
+        let tool = slot.tool.clone();
+        if result.success {
+            let kept = (fills.is_some() || slot.dedup.is_some()).then(|| Kept::of(&result));
+            if let (Some(key), Some(rule), Some(kept)) = (&fills, tool.as_ref().and_then(|t| t.cache.as_ref()), &kept) {
+                self.store.put(key.clone(), kept.as_str().into(), rule.ttl, now);
+            }
+            let mode = tool.as_ref().map_or(Mode::Off, |t| t.dedup.mode);
+            if let (Some(mark_), Some(kept)) = (&slot.dedup, &kept) {
+                if mode == Mode::Reuse {
+                    let ttl = Duration::from_millis(self.options.dedup.session_ttl_ms);
+                    self.store.put(reuse_key(&mark_.session, &mark_.key), kept.as_str().into(), ttl, now);
+                }
+                if mode == Mode::Note && mark_.earlier > 0 {
+                    result.output.push_str(&dedup::note(mark_.earlier));
+                }
+            }
+        }
+        // Identical calls that waited on this one get its result as their own.
+        let shared: Vec<(u32, usize, ToolResult)> = match fills.and_then(|key| self.flights.remove(&key)) {
+            Some(waiters) => waiters
+                .into_iter()
+                .filter_map(|(t, i)| {
+                    let call_id = self.turns.get(&t)?.slots[i].id.clone();
+                    let mut copy = result.clone();
+                    copy.call_id = call_id;
+                    copy.metadata.shared_flight = true;
+                    copy.metadata.attempt_errors.clear();
+                    Some((t, i, copy))
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        for (t, i, copy) in shared {
+            if let Some(slot) = self.turns.get_mut(&t).map(|turn| &mut turn.slots[i]) {
+                slot.joined = None;
+                slot.marks.push(mark("invoke", "shared"));
+            }
+            self.settle(t, i, copy, now, step);
+        }
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
         let slot = &mut turn.slots[index];
         let ran_ms = slot.first_started.map_or(0.0, |s| millis(now.saturating_duration_since(s)));
@@ -684,13 +921,26 @@ impl Engine {
         self.counters.entry(tool.to_string()).or_default().late_settlements += 1;
     }
 
-    /// Retries, timeouts, idle timeouts and late settlements, per tool and in total.
-    pub fn time_counters(&self) -> Value {
-        let mut total = TimeCounters::default();
+    /// Counters per tool and in total: retries, timeouts, late settlements, cache, flights, duplicates, rate limits.
+    pub fn counters(&self) -> Value {
+        let mut total = ToolCounters::default();
         for c in self.counters.values() {
             total.add(c);
         }
         serde_json::json!({ "total": total, "tools": self.counters })
+    }
+
+    /// Forgets cached results of `tool` (only those for `args`, when given); returns how many.
+    pub fn invalidate(&mut self, tool: &str, args: Option<&Value>) -> usize {
+        let prefix = match args {
+            Some(args) => cache::args_prefix(tool, args),
+            None => cache::tool_prefix(tool),
+        };
+        self.store.invalidate_prefix(&prefix)
+    }
+
+    pub fn clear_cache(&mut self) {
+        self.store.clear();
     }
 
     /// The turn's results in input order, as JSON; the turn is forgotten.
@@ -720,6 +970,11 @@ impl Engine {
 enum TurnEnd<'a> {
     Cancelled(&'a str),
     Deadline,
+}
+
+/// Where a session keeps a query's last result for `reuse`: apart from the cache, in the session's own keys.
+fn reuse_key(session: &str, query_key: &str) -> String {
+    format!("\u{2}{session}{}{query_key}", cache::SEP)
 }
 
 fn stopped_after(call_id: &str, tool_name: &str) -> String {

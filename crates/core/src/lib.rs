@@ -1,7 +1,9 @@
 //! The toolgate engine: a tool call's pipeline, one module per station, plus the turn scheduler and timers.
 //! No JS here: a host (the Node binding, or a test) drives `Engine` and runs the handlers.
 
+pub mod cache;
 pub mod calls;
+pub mod dedup;
 pub mod engine;
 pub mod invoke;
 pub mod lookup;
@@ -9,11 +11,13 @@ pub mod normalize;
 pub mod options;
 pub mod parse;
 pub mod permission;
+pub mod ratelimit;
 pub mod registry;
 pub mod result;
 pub mod retry;
 pub mod scheduler;
 pub mod shape;
+pub mod store;
 pub mod timer;
 pub mod validate;
 

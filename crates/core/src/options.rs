@@ -28,6 +28,47 @@ pub struct EngineOptions {
     /// Retry policy of a tool that declares none; a tool's own `retry` overrides it field by field.
     #[serde(default)]
     pub retry: RetryPolicy,
+    #[serde(default)]
+    pub cache: CacheOptions,
+    #[serde(default)]
+    pub dedup: DedupOptions,
+    /// One token bucket all calls share, on top of each tool's own.
+    #[serde(default)]
+    pub rate_limit: Option<Value>,
+}
+
+/// The result cache of idempotent tools: bounded by entries and bytes, least recently used out first.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct CacheOptions {
+    pub max_entries: usize,
+    pub max_bytes: usize,
+    /// How long a result stays fresh when its tool says nothing.
+    pub ttl_ms: u64,
+}
+
+impl Default for CacheOptions {
+    fn default() -> Self {
+        CacheOptions { max_entries: 1_000, max_bytes: 32 * 1024 * 1024, ttl_ms: 60_000 }
+    }
+}
+
+/// What a session remembers of the queries it ran.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct DedupOptions {
+    /// The policy of tools that declare none: `off`, `note`, `refuse` or `reuse`.
+    pub policy: String,
+    /// A session is forgotten after this long without a call.
+    pub session_ttl_ms: u64,
+    pub max_sessions: usize,
+    pub max_queries_per_session: usize,
+}
+
+impl Default for DedupOptions {
+    fn default() -> Self {
+        DedupOptions { policy: "note".into(), session_ttl_ms: 3_600_000, max_sessions: 10_000, max_queries_per_session: 1_000 }
+    }
 }
 
 /// Exponential backoff with full jitter: attempt n waits a random time in [0, min(maxDelayMs, initialDelayMs ×
@@ -107,6 +148,14 @@ impl EngineOptions {
         positive("concurrency", self.concurrency)?;
         positive("maxOutputChars", self.max_output_chars)?;
         positive("maxErrorChars", self.max_error_chars)?;
+        positive("cache.maxEntries", self.cache.max_entries)?;
+        positive("cache.maxBytes", self.cache.max_bytes)?;
+        positive("dedup.maxSessions", self.dedup.max_sessions)?;
+        positive("dedup.maxQueriesPerSession", self.dedup.max_queries_per_session)?;
+        crate::dedup::Mode::parse(&self.dedup.policy)?;
+        if let Some(limit) = &self.rate_limit {
+            crate::ratelimit::RateLimit::parse(limit)?;
+        }
         self.retry.check()
     }
 
@@ -151,6 +200,15 @@ pub struct ToolSpec {
     /// How many calls of this tool may run at once across the executor (on top of the executor's `concurrency`).
     #[serde(default)]
     pub max_concurrency: Option<usize>,
+    /// For idempotent tools: `{ ttlMs?, scope? }` (scope: a context field that splits the cache), or `false`.
+    #[serde(default)]
+    pub cache: Option<Value>,
+    /// `{ policy?, keys? }`: what a repeated query in a session gets, and which arguments make the query.
+    #[serde(default)]
+    pub dedup: Option<Value>,
+    /// `'10/min'`, `{ capacity, refillPerSecond }` or `{ limit, key?, maxWaitMs? }`.
+    #[serde(default)]
+    pub rate_limit: Option<Value>,
     #[serde(default)]
     pub max_output_chars: Option<usize>,
     /// Refused unless the execution context approves the tool by name.

@@ -1,5 +1,7 @@
 //! Station 5: may this call run in this context? Kept apart from validation: "not allowed" never reads as "invalid".
 
+use std::collections::HashMap;
+
 use serde::Deserialize;
 
 use crate::registry::Tool;
@@ -17,6 +19,9 @@ pub struct Policy {
     /// Tools that need approval and are approved for this execution.
     #[serde(default)]
     pub approved_tools: Vec<String>,
+    /// The context's plain fields (`sessionId`, `userId`, `tenantId`, …) that keys are made of.
+    #[serde(default)]
+    pub fields: HashMap<String, String>,
 }
 
 impl Policy {

@@ -2,11 +2,15 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use jsonschema::{PatternOptions, Validator};
+use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::dedup::{Dedup, Mode};
 use crate::options::{EngineOptions, RetryPolicy, ToolSpec};
+use crate::ratelimit::RateLimit;
 
 /// The longest name every provider accepts (OpenAI's limit is the tightest).
 const MAX_NAME_LEN: usize = 64;
@@ -18,6 +22,45 @@ pub struct Tool {
     pub timeout_ms: u64,
     pub max_output_chars: usize,
     pub retry: RetryPolicy,
+    /// Set for idempotent tools unless they turned the cache off.
+    pub cache: Option<CacheRule>,
+    pub dedup: Dedup,
+    pub rate_limit: Option<RateLimit>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CacheRule {
+    pub ttl: Duration,
+    /// A context field whose value splits the cache (per user or tenant).
+    pub scope: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct DeclaredCache {
+    #[serde(default)]
+    ttl_ms: Option<u64>,
+    #[serde(default)]
+    scope: Option<String>,
+}
+
+fn cache_rule(spec: &ToolSpec, options: &EngineOptions) -> Result<Option<CacheRule>, String> {
+    let declared = match &spec.cache {
+        Some(Value::Bool(false)) => return Ok(None),
+        Some(value) => {
+            if !spec.idempotent {
+                return Err("cache is only for idempotent tools: add idempotent: true (same arguments, same result)".into());
+            }
+            serde_json::from_value::<DeclaredCache>(value.clone()).map_err(|e| format!("invalid cache: {e}"))?
+        }
+        None if spec.idempotent => DeclaredCache { ttl_ms: None, scope: None },
+        None => return Ok(None),
+    };
+    let ttl_ms = declared.ttl_ms.unwrap_or(options.cache.ttl_ms);
+    if ttl_ms == 0 {
+        return Ok(None);
+    }
+    Ok(Some(CacheRule { ttl: Duration::from_millis(ttl_ms), scope: declared.scope }))
 }
 
 #[derive(Default)]
@@ -101,11 +144,19 @@ impl Registry {
         }
         let schema = object_schema(&spec.name, spec.parameters.take())?;
         let validator = compile(&spec.name, &schema)?;
+        let named = |e: String| format!("tool \"{}\": {e}", spec.name);
         let retry = match &spec.retry {
-            Some(overrides) => options.retry.overridden(overrides).map_err(|e| format!("tool \"{}\": {e}", spec.name))?,
+            Some(overrides) => options.retry.overridden(overrides).map_err(named)?,
             None => options.retry.clone(),
         };
+        let cache = cache_rule(&spec, options).map_err(named)?;
+        let default_mode = Mode::parse(&options.dedup.policy)?;
+        let dedup = Dedup::declared(spec.dedup.as_ref(), default_mode).map_err(named)?;
+        let rate_limit = spec.rate_limit.as_ref().map(RateLimit::parse).transpose().map_err(named)?;
         let tool = Tool {
+            cache,
+            dedup,
+            rate_limit,
             timeout_ms: options.timeout_for(&spec),
             max_output_chars: spec.max_output_chars.unwrap_or(options.max_output_chars),
             retry,

@@ -72,6 +72,15 @@ pub struct Metadata {
     /// Every failed attempt before the last, when the call was retried.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub attempt_errors: Vec<AttemptError>,
+    /// This result is a copy of an identical call's that ran at the same time (single flight).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub shared_flight: bool,
+    /// How many times this exact query ran before in the session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<u64>,
+    /// The earlier result of the same query in this session, given again (dedup policy `reuse`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub reused: bool,
     pub stages: Vec<StationMark>,
     /// Milliseconds since the Unix epoch when the call entered the pipeline.
     pub started_at: f64,

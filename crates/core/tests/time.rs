@@ -42,7 +42,7 @@ fn a_transient_failure_is_retried_until_it_succeeds() {
     assert!(r.metadata.attempt_errors[0].error.contains("socket hang up"));
     let starts = h.log.iter().filter(|(e, _)| *e == "start").count();
     assert_eq!(starts, 3);
-    assert_eq!(h.engine.time_counters()["tools"]["flaky"]["retries"], 2);
+    assert_eq!(h.engine.counters()["tools"]["flaky"]["retries"], 2);
 }
 
 #[test]
@@ -120,7 +120,7 @@ fn idle_timeout_fires_without_progress_and_progress_never_extends_the_total() {
     assert_eq!(kinds, [Some(ErrorKind::Timeout), Some(ErrorKind::IdleTimeout)], "progress kept the first alive until its total limit");
     assert!(results[1].error.as_deref().unwrap().contains("no progress for 100 ms"));
     assert!(!h.engine.progress(chatty, h.now), "progress after the end is refused");
-    assert_eq!(h.engine.time_counters()["total"]["idleTimeouts"], 1);
+    assert_eq!(h.engine.counters()["total"]["idleTimeouts"], 1);
 }
 
 #[test]

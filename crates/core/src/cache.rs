@@ -1,0 +1,149 @@
+//! Station 7: idempotent tools answer from the cache, keyed by the tool and the canonical JSON of the validated
+//! arguments (key order and number spelling do not matter), optionally scoped by a context field.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::result::ToolResult;
+
+/// Separates the parts of a key; never appears in a tool name and is escaped in JSON text.
+pub const SEP: char = '\u{1}';
+
+/// The part of a successful result worth keeping: what the model read and what the program gets with it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Kept {
+    pub output: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<Value>,
+    #[serde(default)]
+    pub truncated: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_chars: Option<usize>,
+}
+
+impl Kept {
+    pub fn of(result: &ToolResult) -> String {
+        let kept = Kept {
+            output: result.output.clone(),
+            structured: result.metadata.structured.clone(),
+            stderr: result.metadata.stderr.clone(),
+            exit_code: result.metadata.exit_code.clone(),
+            truncated: result.truncated,
+            original_chars: result.metadata.original_chars,
+        };
+        serde_json::to_string(&kept).expect("kept output serializes")
+    }
+
+    /// The kept output as a fresh successful result for another call.
+    pub fn revive(text: &str, call_id: String, name: String) -> Option<ToolResult> {
+        let kept: Kept = serde_json::from_str(text).ok()?;
+        let mut result = ToolResult::success(call_id, name, kept.output);
+        result.truncated = kept.truncated;
+        result.metadata.structured = kept.structured;
+        result.metadata.stderr = kept.stderr;
+        result.metadata.exit_code = kept.exit_code;
+        result.metadata.original_chars = kept.original_chars;
+        Some(result)
+    }
+}
+
+/// JSON with sorted keys and numbers in one spelling: `{"b":1.0,"a":1e2}` and `{"a":100,"b":1}` are the same.
+pub fn canonical(value: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                write_canonical(&map[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => out.push_str(&format!("{}", f as i64)),
+            Some(f) => out.push_str(&format!("{f:?}")),
+            None => out.push_str(&n.to_string()),
+        },
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// `tool SEP canonical-args SEP scope`: the prefix up to the args is what `invalidate(tool, args)` removes.
+pub fn key(tool: &str, args: &Value, scope: Option<&str>) -> String {
+    format!("{tool}{SEP}{}{SEP}{}", canonical(args), scope.unwrap_or(""))
+}
+
+pub fn tool_prefix(tool: &str) -> String {
+    format!("{tool}{SEP}")
+}
+
+pub fn args_prefix(tool: &str, args: &Value) -> String {
+    format!("{tool}{SEP}{}{SEP}", canonical(args))
+}
+
+/// Only the named arguments (all when `names` is empty), for keys that ignore the rest.
+pub fn select(args: &Value, names: &[String]) -> Value {
+    match args {
+        Value::Object(map) if !names.is_empty() => {
+            Value::Object(names.iter().filter_map(|n| map.get(n).map(|v| (n.clone(), v.clone()))).collect::<Map<_, _>>())
+        }
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn key_order_and_number_spelling_do_not_matter() {
+        let a: Value = serde_json::from_str(r#"{"b": 1.0, "a": [1e2, {"y": 2, "x": 0.5}]}"#).unwrap();
+        let b: Value = serde_json::from_str(r#"{"a": [100, {"x": 0.5, "y": 2}], "b": 1}"#).unwrap();
+        assert_eq!(canonical(&a), canonical(&b));
+        assert_eq!(canonical(&a), r#"{"a":[100,{"x":0.5,"y":2}],"b":1}"#);
+        assert_ne!(canonical(&json!({"a": "1"})), canonical(&json!({"a": 1})), "a string is not a number");
+    }
+
+    #[test]
+    fn keys_are_scoped_and_prefixes_nest() {
+        let args = json!({"q": "x"});
+        let k = key("search", &args, Some("tenant-a"));
+        assert!(k.starts_with(&args_prefix("search", &args)) && k.starts_with(&tool_prefix("search")));
+        assert_ne!(k, key("search", &args, Some("tenant-b")));
+        assert!(!key("searchx", &args, None).starts_with(&tool_prefix("search")));
+    }
+
+    #[test]
+    fn select_keeps_only_the_named_arguments() {
+        let args = json!({"query": "x", "page": 2});
+        assert_eq!(select(&args, &["query".into()]), json!({"query": "x"}));
+        assert_eq!(select(&args, &[]), args);
+    }
+}

@@ -1,0 +1,111 @@
+//! Station 8: token buckets per tool (optionally per context field) and for the whole executor.
+//!
+//! `"N/unit"` means a bucket of N tokens that refills continuously at N per unit: a burst of N at once, then one
+//! every unit/N. `{ capacity, refillPerSecond }` says the same thing directly.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::result::{ErrorKind, ToolResult};
+use crate::store::Bucket;
+
+/// A rate limit as declared: the bucket, what splits it (a context field, e.g. `userId`), and how long a call may
+/// wait for a token before it is refused.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateLimit {
+    pub bucket: Bucket,
+    pub key: Option<String>,
+    pub max_wait: Duration,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Declared {
+    #[serde(default)]
+    limit: Option<Value>,
+    #[serde(default)]
+    capacity: Option<f64>,
+    #[serde(default)]
+    refill_per_second: Option<f64>,
+    #[serde(default)]
+    key: Option<String>,
+    #[serde(default)]
+    max_wait_ms: Option<u64>,
+}
+
+impl RateLimit {
+    /// Reads `'10/min'`, `{ capacity, refillPerSecond }`, or `{ limit, key?, maxWaitMs? }` with either as `limit`.
+    pub fn parse(value: &Value) -> Result<Self, String> {
+        match value {
+            Value::String(text) => Ok(RateLimit { bucket: parse_rate(text)?, key: None, max_wait: Duration::ZERO }),
+            Value::Object(_) => {
+                let d: Declared = serde_json::from_value(value.clone()).map_err(|e| format!("invalid rateLimit: {e}"))?;
+                let bucket = match (&d.limit, d.capacity, d.refill_per_second) {
+                    (Some(limit), None, None) => RateLimit::parse(limit)?.bucket,
+                    (None, Some(capacity), Some(refill)) => direct(capacity, refill)?,
+                    _ => return Err("rateLimit needs either limit ('10/min') or both capacity and refillPerSecond".into()),
+                };
+                Ok(RateLimit { bucket, key: d.key, max_wait: Duration::from_millis(d.max_wait_ms.unwrap_or(0)) })
+            }
+            _ => Err("rateLimit must be like '10/min', { capacity, refillPerSecond } or { limit, key, maxWaitMs }".into()),
+        }
+    }
+}
+
+fn direct(capacity: f64, refill_per_sec: f64) -> Result<Bucket, String> {
+    if !(capacity >= 1.0 && capacity.is_finite() && refill_per_sec > 0.0 && refill_per_sec.is_finite()) {
+        return Err("rateLimit capacity must be at least 1 and refillPerSecond above 0".into());
+    }
+    Ok(Bucket { capacity, refill_per_sec })
+}
+
+fn parse_rate(text: &str) -> Result<Bucket, String> {
+    let bad = || format!("invalid rateLimit \"{text}\": write it as N/s, N/min, N/hour or N/day (e.g. '10/min')");
+    let (count, unit) = text.split_once('/').ok_or_else(bad)?;
+    let count: f64 = count.trim().parse().map_err(|_| bad())?;
+    let seconds = match unit.trim() {
+        "s" | "sec" | "second" => 1.0,
+        "m" | "min" | "minute" => 60.0,
+        "h" | "hour" => 3_600.0,
+        "d" | "day" => 86_400.0,
+        _ => return Err(bad()),
+    };
+    direct(count, count / seconds).map_err(|_| bad())
+}
+
+/// The model's answer when no token came in time.
+pub fn refused(call_id: String, tool: &str, whole_executor: bool, retry_after: Duration) -> ToolResult {
+    let ms = retry_after.as_millis().max(1) as u64;
+    let whose = if whole_executor { "All tools share a rate limit, and it" } else { "This tool's rate limit" };
+    let error = format!(
+        "Tool \"{tool}\" was not run: {whose} is used up. Wait about {ms} ms before calling it again, \
+         or continue with what you already have."
+    );
+    let mut result = ToolResult::failure(call_id, tool.to_string(), ErrorKind::RateLimited, error, true);
+    result.retry_after_ms = Some(ms);
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_every_written_form() {
+        let per_min = RateLimit::parse(&json!("10/min")).unwrap();
+        assert_eq!(per_min.bucket, Bucket { capacity: 10.0, refill_per_sec: 10.0 / 60.0 });
+        assert_eq!(RateLimit::parse(&json!("5/s")).unwrap().bucket.refill_per_sec, 5.0);
+        assert_eq!(RateLimit::parse(&json!("100/hour")).unwrap().bucket.capacity, 100.0);
+        assert_eq!(RateLimit::parse(&json!("1000/day")).unwrap().bucket.refill_per_sec, 1000.0 / 86_400.0);
+        let keyed = RateLimit::parse(&json!({"limit": "2/s", "key": "userId", "maxWaitMs": 500})).unwrap();
+        assert_eq!((keyed.key.as_deref(), keyed.max_wait), (Some("userId"), Duration::from_millis(500)));
+        let direct = RateLimit::parse(&json!({"capacity": 3, "refillPerSecond": 0.5})).unwrap();
+        assert_eq!(direct.bucket, Bucket { capacity: 3.0, refill_per_sec: 0.5 });
+        for bad in [json!("10/fortnight"), json!("ten/min"), json!("0/min"), json!({"capacity": 3}), json!(5)] {
+            assert!(RateLimit::parse(&bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! The one store behind the stations that remember: the result cache (get/put with TTL), rate-limit buckets
+//! (take tokens) and session counters (increment). The in-memory store is the embedded default; a shared store
+//! (Redis) implements the same trait so that limits and cache hold across processes without touching a station.
+
+use std::collections::HashMap;
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lru::LruCache;
+
+/// A token bucket: `capacity` tokens, refilled continuously at `refill_per_sec`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bucket {
+    pub capacity: f64,
+    pub refill_per_sec: f64,
+}
+
+/// Whether a token was taken at once, after a wait the store reserved, or not at all.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Take {
+    Now,
+    /// Reserved: the caller may go ahead after this wait. Later takers queue behind it (arrival order).
+    After(Duration),
+    /// No token within the wait allowed: try again after this long.
+    Refused(Duration),
+}
+
+pub trait Store: Send {
+    /// A cached value, unless absent or expired.
+    fn get(&mut self, key: &str, now: Instant) -> Option<Arc<str>>;
+    fn put(&mut self, key: String, value: Arc<str>, ttl: Duration, now: Instant);
+    /// Removes every cached value whose key starts with `prefix`; returns how many.
+    fn invalidate_prefix(&mut self, prefix: &str) -> usize;
+    fn clear(&mut self);
+    /// Takes one token from the bucket at `key`, reserving one up to `max_wait` ahead when none is left now.
+    fn take_token(&mut self, key: &str, bucket: Bucket, max_wait: Duration, now: Instant) -> Take;
+    /// Adds one to a counter in `namespace` (a session) and returns the new count. The namespace expires after
+    /// `ttl` without increments.
+    fn increment(&mut self, namespace: &str, key: &str, ttl: Duration, now: Instant) -> u64;
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct MemoryLimits {
+    pub max_entries: usize,
+    pub max_bytes: usize,
+    pub max_namespaces: usize,
+    pub max_counters_per_namespace: usize,
+}
+
+struct Cached {
+    value: Arc<str>,
+    expires: Instant,
+}
+
+struct TokenState {
+    tokens: f64,
+    at: Instant,
+}
+
+struct Namespace {
+    expires: Instant,
+    counters: LruCache<String, u64>,
+}
+
+pub struct MemoryStore {
+    limits: MemoryLimits,
+    cache: LruCache<String, Cached>,
+    bytes: usize,
+    buckets: HashMap<String, TokenState>,
+    namespaces: LruCache<String, Namespace>,
+}
+
+fn cap(n: usize) -> NonZeroUsize {
+    NonZeroUsize::new(n.max(1)).expect("at least one")
+}
+
+impl MemoryStore {
+    pub fn new(limits: MemoryLimits) -> Self {
+        MemoryStore {
+            limits,
+            cache: LruCache::new(cap(limits.max_entries)),
+            bytes: 0,
+            buckets: HashMap::new(),
+            namespaces: LruCache::new(cap(limits.max_namespaces)),
+        }
+    }
+
+    fn size(key: &str, value: &str) -> usize {
+        key.len() + value.len()
+    }
+
+    pub fn cached_bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl Store for MemoryStore {
+    fn get(&mut self, key: &str, now: Instant) -> Option<Arc<str>> {
+        match self.cache.get(key) {
+            Some(c) if c.expires > now => Some(c.value.clone()),
+            Some(_) => {
+                let (k, c) = self.cache.pop_entry(key).expect("just seen");
+                self.bytes -= Self::size(&k, &c.value);
+                None
+            }
+            None => None,
+        }
+    }
+
+    fn put(&mut self, key: String, value: Arc<str>, ttl: Duration, now: Instant) {
+        let size = Self::size(&key, &value);
+        if size > self.limits.max_bytes {
+            return; // larger than the whole budget: not worth evicting everything for
+        }
+        if let Some(old) = self.cache.pop(&key) {
+            self.bytes -= Self::size(&key, &old.value);
+        }
+        while self.bytes + size > self.limits.max_bytes {
+            let Some((k, c)) = self.cache.pop_lru() else { break };
+            self.bytes -= Self::size(&k, &c.value);
+        }
+        self.bytes += size;
+        if let Some((k, c)) = self.cache.push(key, Cached { value, expires: now + ttl }) {
+            self.bytes -= Self::size(&k, &c.value); // an entry evicted by the entry bound
+        }
+    }
+
+    fn invalidate_prefix(&mut self, prefix: &str) -> usize {
+        let keys: Vec<String> = self.cache.iter().filter(|(k, _)| k.starts_with(prefix)).map(|(k, _)| k.clone()).collect();
+        for k in &keys {
+            if let Some(c) = self.cache.pop(k) {
+                self.bytes -= Self::size(k, &c.value);
+            }
+        }
+        keys.len()
+    }
+
+    fn clear(&mut self) {
+        self.cache.clear();
+        self.bytes = 0;
+    }
+
+    fn take_token(&mut self, key: &str, bucket: Bucket, max_wait: Duration, now: Instant) -> Take {
+        let state = self.buckets.entry(key.to_string()).or_insert(TokenState { tokens: bucket.capacity, at: now });
+        let elapsed = now.saturating_duration_since(state.at).as_secs_f64();
+        state.tokens = (state.tokens + elapsed * bucket.refill_per_sec).min(bucket.capacity);
+        state.at = now;
+        if state.tokens >= 1.0 {
+            state.tokens -= 1.0;
+            return Take::Now;
+        }
+        // Tokens below zero are reservations already handed out: the next one is further away.
+        let wait = Duration::from_secs_f64((1.0 - state.tokens) / bucket.refill_per_sec);
+        if wait <= max_wait {
+            state.tokens -= 1.0;
+            Take::After(wait)
+        } else {
+            Take::Refused(wait)
+        }
+    }
+
+    fn increment(&mut self, namespace: &str, key: &str, ttl: Duration, now: Instant) -> u64 {
+        let per_namespace = cap(self.limits.max_counters_per_namespace);
+        if self.namespaces.peek(namespace).is_some_and(|ns| ns.expires <= now) {
+            self.namespaces.pop(namespace);
+        }
+        if !self.namespaces.contains(namespace) {
+            self.namespaces.push(namespace.to_string(), Namespace { expires: now + ttl, counters: LruCache::new(per_namespace) });
+        }
+        let ns = self.namespaces.get_mut(namespace).expect("just ensured");
+        ns.expires = now + ttl;
+        let count = ns.counters.get_or_insert_mut(key.to_string(), || 0);
+        *count += 1;
+        *count
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(max_entries: usize, max_bytes: usize) -> MemoryStore {
+        MemoryStore::new(MemoryLimits { max_entries, max_bytes, max_namespaces: 2, max_counters_per_namespace: 2 })
+    }
+
+    #[test]
+    fn entries_expire_and_the_least_recent_goes_first() {
+        let mut s = store(2, 1 << 20);
+        let t0 = Instant::now();
+        s.put("a".into(), "1".into(), Duration::from_secs(10), t0);
+        s.put("b".into(), "2".into(), Duration::from_secs(1), t0);
+        assert_eq!(s.get("a", t0).as_deref(), Some("1")); // a is now the most recent
+        s.put("c".into(), "3".into(), Duration::from_secs(10), t0);
+        assert!(s.get("b", t0).is_none(), "b was least recently used");
+        assert!(s.get("a", t0 + Duration::from_secs(11)).is_none(), "expired");
+        assert_eq!(s.cached_bytes(), 2, "only c is left");
+    }
+
+    #[test]
+    fn the_byte_budget_evicts_and_refuses_what_cannot_fit() {
+        let mut s = store(100, 10);
+        let t0 = Instant::now();
+        s.put("a".into(), "12345".into(), Duration::from_secs(10), t0);
+        s.put("b".into(), "12345".into(), Duration::from_secs(10), t0);
+        assert!(s.get("a", t0).is_none(), "evicted to fit b");
+        s.put("huge".into(), "x".repeat(100).into(), Duration::from_secs(10), t0);
+        assert!(s.get("huge", t0).is_none() && s.get("b", t0).is_some());
+        assert_eq!(s.invalidate_prefix("b"), 1);
+        assert_eq!(s.cached_bytes(), 0);
+    }
+
+    #[test]
+    fn a_bucket_admits_its_capacity_then_reserves_in_arrival_order() {
+        let mut s = store(1, 1);
+        let b = Bucket { capacity: 2.0, refill_per_sec: 10.0 };
+        let t0 = Instant::now();
+        let wait = Duration::from_millis(250);
+        assert_eq!(s.take_token("k", b, Duration::ZERO, t0), Take::Now);
+        assert_eq!(s.take_token("k", b, Duration::ZERO, t0), Take::Now);
+        assert!(matches!(s.take_token("k", b, Duration::ZERO, t0), Take::Refused(d) if d == Duration::from_millis(100)));
+        let Take::After(first) = s.take_token("k", b, wait, t0) else { panic!() };
+        let Take::After(second) = s.take_token("k", b, wait, t0) else { panic!() };
+        assert!(first < second, "each reservation waits behind the one before");
+        assert!(matches!(s.take_token("k", b, wait, t0), Take::Refused(_)), "a third would wait past 250 ms");
+        assert_eq!(s.take_token("k", b, Duration::ZERO, t0 + Duration::from_secs(10)), Take::Now, "refilled");
+    }
+
+    #[test]
+    fn counters_count_per_namespace_within_bounds_and_expire() {
+        let mut s = store(1, 1);
+        let t0 = Instant::now();
+        let ttl = Duration::from_secs(60);
+        assert_eq!(s.increment("s1", "q", ttl, t0), 1);
+        assert_eq!(s.increment("s1", "q", ttl, t0), 2);
+        assert_eq!(s.increment("s2", "q", ttl, t0), 1, "sessions are apart");
+        assert_eq!(s.increment("s1", "q", ttl, t0 + Duration::from_secs(61)), 1, "the session expired");
+        s.increment("s3", "q", ttl, t0);
+        s.increment("s4", "q", ttl, t0);
+        assert_eq!(s.namespaces.len(), 2, "bounded overall");
+    }
+}
