@@ -306,7 +306,8 @@ impl Engine {
             }
             slots.push(slot);
         }
-        let open = runnable.len();
+        // Calls that joined an identical call in flight are open too, until it shares its result.
+        let open = runnable.len() + slots.iter().filter(|s: &&Slot| s.joined.is_some()).count();
         let deadline = options.deadline_ms.map(|ms| (now + Duration::from_millis(ms), ms));
         let mut turn = Turn {
             slots,
