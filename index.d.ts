@@ -57,6 +57,22 @@ export interface ToolContext<Ctx = ExecutionContext> {
 export type ToolHandler<Args = any, Ctx = ExecutionContext> = (args: Args, ctx: ToolContext<Ctx>) => unknown
 
 /**
+ * `off`: nothing; `note`: the result says how often the query already ran; `refuse`: a `duplicate` result;
+ * `reuse`: the earlier successful result again, without running.
+ */
+export type DedupPolicy = 'off' | 'note' | 'refuse' | 'reuse'
+
+/**
+ * `'N/unit'` (unit: s, min, hour, day): a bucket of N tokens refilled continuously at N per unit, so a burst of N
+ * then one every unit/N. `key`: a context field that gives each value its own bucket (per user or tenant).
+ * `maxWaitMs`: how long a call may wait for a token, in arrival order (default 0: refused at once).
+ */
+export type RateLimitSpec =
+  | `${number}/${'s' | 'sec' | 'second' | 'm' | 'min' | 'minute' | 'h' | 'hour' | 'd' | 'day'}`
+  | { capacity: number; refillPerSecond: number; key?: string; maxWaitMs?: number }
+  | { limit: string; key?: string; maxWaitMs?: number }
+
+/**
  * Exponential backoff with full jitter: attempt n+1 waits a random time below
  * min(maxDelayMs, initialDelayMs × backoffFactor^(n-1)), or at least a failure's `retryAfterMs`.
  */
@@ -92,6 +108,15 @@ export interface ToolSpec<Args = any, Ctx = ExecutionContext> {
   retry?: RetryPolicy | false
   /** How many calls of this tool may run at once across the executor (on top of `concurrency`). */
   maxConcurrency?: number
+  /**
+   * For `idempotent` tools (cached by default for the executor's `cache.ttlMs`): how long a result stays fresh,
+   * and a context field that splits the cache (per user or tenant). `false`: never cached.
+   */
+  cache?: { ttlMs?: number; scope?: string } | false
+  /** What a repeated query in a session gets; `keys`: the arguments that make the query (default: all). */
+  dedup?: DedupPolicy | { policy?: DedupPolicy; keys?: string[] }
+  /** A token bucket for this tool. */
+  rateLimit?: RateLimitSpec
   /** Longest output, in characters, the model reads (default: the executor's `maxOutputChars`). */
   maxOutputChars?: number
   /** Refused unless the execution context lists the tool in `approvedTools`. */
@@ -113,6 +138,12 @@ export interface ExecutorOptions {
   maxErrorChars?: number
   /** The retry policy of tools that declare none (default: 2 retries, ×2 from 1 s, capped at 60 s); `false`: none. */
   retry?: RetryPolicy | false
+  /** The result cache of idempotent tools: least recently used out first. */
+  cache?: { maxEntries?: number; maxBytes?: number; ttlMs?: number }
+  /** Session dedup (sessions come from `context.sessionId`): the default policy and the memory bounds. */
+  dedup?: { policy?: DedupPolicy; sessionTtlMs?: number; maxSessions?: number; maxQueriesPerSession?: number }
+  /** One bucket every call shares, on top of each tool's own. */
+  rateLimit?: RateLimitSpec
   /** Every `ctx.progress()` of every call. */
   onProgress?: (event: ProgressEvent) => void
   /** Trace events, in batches (today: late settlements). */
@@ -150,15 +181,22 @@ export interface PendingHandler {
   runningMs: number
 }
 
-export interface TimeCounters {
+export interface ToolCounters {
   retries: number
   timeouts: number
   idleTimeouts: number
   lateSettlements: number
+  cacheHits: number
+  cacheMisses: number
+  /** Calls that shared an identical call's execution. */
+  sharedFlights: number
+  /** Repeated queries in a session (whatever the policy did with them). */
+  duplicates: number
+  rateLimited: number
 }
 export interface ExecutorStats {
-  total: TimeCounters
-  tools: Record<string, TimeCounters>
+  total: ToolCounters
+  tools: Record<string, ToolCounters>
 }
 
 /** Throw it (or any error with `retryable: true`) to ask for another attempt under the tool's retry policy. */
@@ -179,6 +217,8 @@ export interface ExecutionContext {
   deniedTools?: string[]
   /** Tools marked `needsApproval` that are approved for this turn. */
   approvedTools?: string[]
+  /** Keys session dedup. Any string or number field can also key a cache scope or a rate-limit bucket. */
+  sessionId?: string
   [key: string]: unknown
 }
 
@@ -235,7 +275,7 @@ export type ToolCall = AnthropicToolUse | OpenAIResponsesFunctionCall | OpenAICh
 /** The stations a call reached. */
 export type Station = 'lookup' | 'parse' | 'validate' | 'permission' | 'invoke' | 'normalize' | 'shape'
 /** One station's verdict on a call, as `"station:outcome"`, e.g. `"permission:allowed"`, `"invoke:timeout"`. */
-export type StationMark = `${Station | 'retry'}:${string}`
+export type StationMark = `${Station | 'dedup' | 'cache' | 'rate_limit' | 'retry'}:${string}`
 
 export interface ToolResultMetadata {
   /** A process-style result's stderr, whole (the model sees a summary). */
@@ -251,6 +291,12 @@ export interface ToolResultMetadata {
   originalChars?: number
   /** Every failed attempt before the last, when the call was retried. */
   attemptErrors?: { attempt: number; errorKind: ErrorKind; error: string; retryInMs: number }[]
+  /** The result of an identical call that ran at the same time, shared (single flight). */
+  sharedFlight?: true
+  /** How many times this exact query ran before in the session. */
+  repeats?: number
+  /** The earlier result of the same query in this session, given again (dedup policy `reuse`). */
+  reused?: true
   /** The stations the call passed, in order, and what each decided: the call's trace record. */
   stages: StationMark[]
   /** When the turn began, in ms since the Unix epoch. */
@@ -348,8 +394,11 @@ export declare class ToolExecutor<Ctx extends ExecutionContext = ExecutionContex
   readonly running: number
   /** Every handler that has not settled, including those whose calls already timed out or were cancelled. */
   pendingHandlers(): PendingHandler[]
-  /** Retries, timeouts, idle timeouts and late settlements, per tool and in total. */
+  /** Counters per tool and in total: retries, timeouts, late settlements, cache, flights, duplicates, rate limits. */
   stats(): ExecutorStats
+  /** Forgets cached results of `tool`, or only those for `args`; returns how many were dropped. */
+  invalidate(tool: string, args?: Record<string, unknown>): number
+  clearCache(): void
   /**
    * Cancels every open turn and waits at most `timeoutMs` (default 5000) for handlers still running; resolves to
    * those still running then. `execute` rejects afterwards.

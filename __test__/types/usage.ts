@@ -89,3 +89,18 @@ async function timedTurn(): Promise<void> {
   void [retried, pending, late, stillRunning.length, results[0].retryAfterMs]
 }
 void timedTurn
+
+// Avoided and bounded work: cache, dedup, rate limits.
+const bounded = new ToolExecutor({ cache: { maxEntries: 500, ttlMs: 30_000 }, dedup: { policy: 'refuse' }, rateLimit: '100/min' })
+bounded.register({ name: 'lookup', idempotent: true, readOnly: true, cache: { ttlMs: 5_000, scope: 'tenantId' }, dedup: { policy: 'reuse', keys: ['q'] }, rateLimit: { limit: '5/s', key: 'userId', maxWaitMs: 1_000 }, handler: () => 'x' })
+bounded.register({ name: 'charge', rateLimit: { capacity: 3, refillPerSecond: 0.5 }, cache: false, dedup: 'off', handler: () => 'ok' })
+// @ts-expect-error a rate is N per a known unit
+bounded.register({ name: 'bad', rateLimit: '10/fortnight', handler: () => 'x' })
+async function boundedTurn(): Promise<void> {
+  const [r] = await bounded.execute([{ name: 'lookup', input: { q: 'x' } }], { context: { sessionId: 's1', userId: 'u1', tenantId: 't1' } })
+  const flags: [boolean, true | undefined, number | undefined] = [r.cached, r.metadata.sharedFlight, r.metadata.repeats]
+  const dropped: number = bounded.invalidate('lookup', { q: 'x' })
+  bounded.clearCache()
+  void [flags, dropped, bounded.stats().tools['lookup']?.cacheHits]
+}
+void boundedTurn
