@@ -2,7 +2,7 @@
 // toolgate demo: one scripted agent conversation through the whole pipeline. No network, no keys: the "model" is
 // a function returning canned assistant turns in real provider shapes. Run it with `node examples/demo.js`.
 
-const { ToolExecutor, formatResults } = require('..')
+const { ToolExecutor, RetryableError, formatResults } = require('..')
 
 const t0 = performance.now()
 const now = () => `${String(Math.round(performance.now() - t0)).padStart(4)} ms`
@@ -83,8 +83,9 @@ gate.register({
   handler: ({ path }) => files.delete(path),
 })
 gate.register({
-  name: 'slow_report', description: 'Build the monthly usage report.', readOnly: true, timeoutMs: 300,
+  name: 'slow_report', description: 'Build the monthly usage report.', readOnly: true, timeoutMs: 300, retry: false,
   // Hangs forever and ignores ctx.signal, like a stuck upstream: the timeout still answers at 300 ms.
+  // (retry: false, or this read-only tool's timeout would be retried with backoff.)
   handler: traced('slow_report', () => new Promise(() => {})),
 })
 
@@ -188,6 +189,8 @@ async function main() {
   section('Turn 3: the answer')
   printTurn(model(messages))
 
+  await timeAndAvoidedWork()
+
   // Calls may come in any provider's shape; here an OpenAI Responses model whose arguments string is cut short.
   section('The same gate behind an OpenAI Responses model')
   const output = [
@@ -199,6 +202,56 @@ async function main() {
   console.log("  formatResults(results, 'openai-responses'):")
   for (const item of formatResults(results, 'openai-responses')) console.log(`    ${JSON.stringify(item)}`)
   console.log(`\n  done in ${Math.round(performance.now() - t0)} ms; nothing keeps Node alive, not even the hung handler.`)
+}
+
+// Retries, the cache, single flight, session dedup and rate limits are declarations on the tools.
+async function timeAndAvoidedWork() {
+  section('Retries, cache, single flight, dedup and rate limits')
+  let quoteAttempts = 0
+  gate.register({
+    name: 'fetch_quote', description: 'Latest price of a stock.', readOnly: true,
+    retry: { maxRetries: 3, initialDelayMs: 20 },
+    parameters: { type: 'object', properties: { symbol: { type: 'string' } }, required: ['symbol'] },
+    handler: async ({ symbol }, ctx) => {
+      quoteAttempts++
+      // The upstream is busy twice: a transient failure the retry station waits out with backoff.
+      if (ctx.attempt < 3) throw new RetryableError('upstream busy')
+      return { symbol, price: 187.5 }
+    },
+  })
+  let lookups = 0
+  gate.register({
+    name: 'company_info', description: 'Facts about a company.', readOnly: true, idempotent: true, // cached
+    parameters: { type: 'object', properties: { symbol: { type: 'string' } }, required: ['symbol'] },
+    handler: async ({ symbol }, { signal }) => {
+      lookups++
+      await sleep(30, signal)
+      return { symbol, name: 'Example Corp', employees: 1200 }
+    },
+  })
+  gate.register({
+    name: 'send_sms', description: 'Text the user.', rateLimit: '2/min',
+    parameters: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+    handler: ({ text }) => `sent: ${text}`,
+  })
+  const session = { ...context, sessionId: 'demo-session' }
+  const calls = [
+    toolUse('toolu_20', 'fetch_quote', { symbol: 'EXMP' }),
+    toolUse('toolu_21', 'company_info', { symbol: 'EXMP' }), // these two are identical: one execution
+    toolUse('toolu_22', 'company_info', { symbol: 'EXMP' }),
+    ...[1, 2, 3].map((n) => toolUse(`toolu_2${2 + n}`, 'send_sms', { text: `update ${n}` })), // the third is over 2/min
+  ]
+  const first = await gate.execute(calls, { context: session })
+  printResults(first)
+  const again = await gate.execute([toolUse('toolu_30', 'company_info', { symbol: 'EXMP' })], { context: session })
+  printResults(again)
+  console.log(`  fetch_quote ran ${quoteAttempts} times for one result (attempts: ${first[0].attempts});` +
+    ` company_info ran ${lookups} time for three calls (shared flight: ${first[2].metadata.sharedFlight}, then cached: ${again[0].cached});`)
+  console.log(`  the third SMS was refused by the bucket (retry after ${first[5].retryAfterMs} ms),` +
+    ` and the repeated query was noted (repeats: ${again[0].metadata.repeats}).`)
+  const { total } = gate.stats()
+  console.log(`  stats: ${total.retries} retries, ${total.cacheHits} cache hit, ${total.sharedFlights} shared flight,` +
+    ` ${total.duplicates} duplicates, ${total.rateLimited} rate-limited`)
 }
 
 main().catch((err) => {

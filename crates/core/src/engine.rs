@@ -125,6 +125,19 @@ struct DedupMark {
     earlier: u64,
 }
 
+impl DedupMark {
+    /// A repeated query's result says how often it ran before; under `note`, so does the text the model reads.
+    fn annotate(&self, result: &mut ToolResult, mode: Mode) {
+        if self.earlier == 0 {
+            return;
+        }
+        result.metadata.repeats = Some(self.earlier);
+        if mode == Mode::Note && result.success {
+            result.output.push_str(&dedup::note(self.earlier));
+        }
+    }
+}
+
 struct Turn {
     slots: Vec<Slot>,
     /// Validated arguments of calls that will run (kept for their retries).
@@ -455,6 +468,9 @@ impl Engine {
             counters.cache_hits += 1;
             slot.marks.push(mark("cache", "hit"));
             result.cached = true;
+            if let Some(repeat) = &slot.dedup {
+                repeat.annotate(&mut result, tool.dedup.mode);
+            }
             slot.result = Some(result);
             return false;
         }
@@ -825,25 +841,21 @@ impl Engine {
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
         let slot = &mut turn.slots[index];
         let fills = slot.fills.take();
-        if let Some(mark_) = &slot.dedup {
-            result.metadata.repeats = (mark_.earlier > 0).then_some(mark_.earlier);
-        }
         let tool = slot.tool.clone();
+        let mode = tool.as_ref().map_or(Mode::Off, |t| t.dedup.mode);
         if result.success {
+            // Kept before the dedup note is added: the note belongs to this call, not to the query's answer.
             let kept = (fills.is_some() || slot.dedup.is_some()).then(|| Kept::of(&result));
             if let (Some(key), Some(rule), Some(kept)) = (&fills, tool.as_ref().and_then(|t| t.cache.as_ref()), &kept) {
                 self.store.put(key.clone(), kept.as_str().into(), rule.ttl, now);
             }
-            let mode = tool.as_ref().map_or(Mode::Off, |t| t.dedup.mode);
-            if let (Some(mark_), Some(kept)) = (&slot.dedup, &kept) {
-                if mode == Mode::Reuse {
-                    let ttl = Duration::from_millis(self.options.dedup.session_ttl_ms);
-                    self.store.put(reuse_key(&mark_.session, &mark_.key), kept.as_str().into(), ttl, now);
-                }
-                if mode == Mode::Note && mark_.earlier > 0 {
-                    result.output.push_str(&dedup::note(mark_.earlier));
-                }
+            if let (Some(repeat), Some(kept), Mode::Reuse) = (&slot.dedup, &kept, mode) {
+                let ttl = Duration::from_millis(self.options.dedup.session_ttl_ms);
+                self.store.put(reuse_key(&repeat.session, &repeat.key), kept.as_str().into(), ttl, now);
             }
+        }
+        if let Some(repeat) = &slot.dedup {
+            repeat.annotate(&mut result, mode);
         }
         // Identical calls that waited on this one get its result as their own.
         let shared: Vec<(u32, usize, ToolResult)> = match fills.and_then(|key| self.flights.remove(&key)) {

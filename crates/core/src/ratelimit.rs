@@ -78,7 +78,7 @@ fn parse_rate(text: &str) -> Result<Bucket, String> {
 /// The model's answer when no token came in time.
 pub fn refused(call_id: String, tool: &str, whole_executor: bool, retry_after: Duration) -> ToolResult {
     let ms = retry_after.as_millis().max(1) as u64;
-    let whose = if whole_executor { "All tools share a rate limit, and it" } else { "This tool's rate limit" };
+    let whose = if whole_executor { "the rate limit all tools share" } else { "this tool's rate limit" };
     let error = format!(
         "Tool \"{tool}\" was not run: {whose} is used up. Wait about {ms} ms before calling it again, \
          or continue with what you already have."
