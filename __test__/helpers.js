@@ -156,9 +156,13 @@ function counts(named) {
   }
 }
 
+/** Each result's errorKind, or 'ok' for a success: a turn's outcome at a glance. */
+const kinds = (results) => results.map((r) => r.errorKind ?? 'ok')
+
 module.exports = {
   PACKAGE_DIR,
   counts,
+  kinds,
   ADMITTED,
   sleep,
   never,

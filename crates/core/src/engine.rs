@@ -294,23 +294,18 @@ impl Engine {
         for (index, call) in calls.into_iter().enumerate() {
             let (mut slot, mut valid_args) = self.admit(call, policy);
             let tool = slot.tool.clone();
-            if let (Some(args), Some(tool)) = (&valid_args, &tool) {
+            if let (Some(_), Some((id, name)), Some(t)) = (&valid_args, &stopped_by, &tool) {
+                slot.marks.push(mark("invoke", "not_executed"));
+                slot.result = Some(invoke::not_executed(slot.id.clone(), &t.spec.name, &stopped_after(id, name)));
+                valid_args = None;
+            } else if let (Some(args), Some(tool)) = (&valid_args, &tool) {
                 if !self.avoid(turn_id, index, &mut slot, tool, args, policy, now) {
                     valid_args = None;
                 }
             }
-            match (valid_args, &stopped_by) {
-                (Some(_), Some((id, name))) => {
-                    let tool_name = tool.as_ref().map_or("", |t| t.spec.name.as_str());
-                    slot.marks.push(mark("invoke", "not_executed"));
-                    slot.result = Some(invoke::not_executed(slot.id.clone(), tool_name, &stopped_after(id, name)));
-                }
-                (Some(value), None) => {
-                    let read_only = tool.as_ref().is_some_and(|t| t.spec.read_only);
-                    runnable.push((index, read_only));
-                    args.insert(index, value);
-                }
-                (None, _) => {}
+            if let Some(value) = valid_args {
+                runnable.push((index, tool.as_ref().is_some_and(|t| t.spec.read_only)));
+                args.insert(index, value);
             }
             if options.stop_on_error && stopped_by.is_none() && slot.result.is_some() {
                 if let Some(t) = tool.filter(|t| !t.spec.read_only) {
@@ -319,8 +314,7 @@ impl Engine {
             }
             slots.push(slot);
         }
-        // Calls that joined an identical call in flight are open too, until it shares its result.
-        let open = runnable.len() + slots.iter().filter(|s: &&Slot| s.joined.is_some()).count();
+        let open = runnable.len();
         let deadline = options.deadline_ms.map(|ms| (now + Duration::from_millis(ms), ms));
         let mut turn = Turn {
             slots,
@@ -423,19 +417,21 @@ impl Engine {
         (slot, Some(args))
     }
 
-    /// Stations 6 and 7, dedup and cache: work a call need not do. False when the call is answered here or
-    /// will share an identical call's result; the slot then holds its result or the flight it joined.
+    /// Stations 6 and 7, dedup and cache: work a call need not do. False when the call is answered here (the slot
+    /// holds its result); a call that joined an identical call in flight stays runnable and waits for it.
     #[allow(clippy::too_many_arguments)]
     fn avoid(&mut self, turn_id: u32, index: usize, slot: &mut Slot, tool: &Tool, args: &Value, policy: &Policy, now: Instant) -> bool {
         let name = tool.spec.name.as_str();
         if let (Some(session), true) = (policy.fields.get("sessionId"), tool.dedup.mode != Mode::Off) {
             let key = tool.dedup.query_key(name, args);
             let ttl = Duration::from_millis(self.options.dedup.session_ttl_ms);
+            // Counted on arrival, so that a repeat within one turn is seen; a call that never runs gives it back.
             let earlier = self.store.increment(session, &key, ttl, now) - 1;
             if earlier > 0 {
                 self.counters.entry(name.to_string()).or_default().duplicates += 1;
                 match tool.dedup.mode {
                     Mode::Refuse => {
+                        self.store.decrement(session, &key);
                         slot.marks.push(mark("dedup", "refused"));
                         let mut result = dedup::refused(slot.id.clone(), name, earlier);
                         result.metadata.repeats = Some(earlier);
@@ -476,11 +472,12 @@ impl Engine {
         }
         counters.cache_misses += 1;
         if let Some(waiters) = self.flights.get_mut(&key) {
+            // It runs in its turn's schedule like any call, but when its turn starts it, it waits for the flight.
             counters.shared_flights += 1;
             slot.marks.push(mark("cache", "joined"));
             waiters.push((turn_id, index));
             slot.joined = Some(key);
-            return false;
+            return true;
         }
         slot.marks.push(mark("cache", "miss"));
         self.flights.insert(key.clone(), Vec::new());
@@ -497,6 +494,7 @@ impl Engine {
         let tool = slot.tool.clone().expect("a scheduled call has a tool");
         let latest = turn.deadline.map(|(at, _)| at);
         let mut ready_at = now;
+        let mut taken = Vec::new();
         let limits = [(self.rate_limit.clone(), true), (tool.rate_limit.clone(), false)];
         for (limit, whole) in limits {
             let Some(limit) = limit else { continue };
@@ -505,9 +503,16 @@ impl Engine {
             // A wait may not outlast the turn's deadline.
             let max_wait = latest.map_or(limit.max_wait, |end| limit.max_wait.min(end.saturating_duration_since(now)));
             match self.store.take_token(&bucket_key, limit.bucket, max_wait, now) {
-                Take::Now => {}
-                Take::After(wait) => ready_at = ready_at.max(now + wait),
+                Take::Now => taken.push((bucket_key, limit.bucket)),
+                Take::After(wait) => {
+                    ready_at = ready_at.max(now + wait);
+                    taken.push((bucket_key, limit.bucket));
+                }
                 Take::Refused(wait) => {
+                    // The call does not run: a token the other bucket gave it goes back.
+                    for (key, bucket) in taken {
+                        self.store.refund_token(&key, bucket);
+                    }
                     self.counters.entry(tool.spec.name.clone()).or_default().rate_limited += 1;
                     return Err(Box::new(ratelimit::refused(slot.id.clone(), &tool.spec.name, whole, wait)));
                 }
@@ -540,20 +545,53 @@ impl Engine {
             self.held_back.insert(turn_id);
         }
         for index in ready {
-            self.turns.get_mut(&turn_id).expect("a live turn").slots[index].scheduled = true;
-            match self.take_tokens(turn_id, index, now) {
-                Ok(None) => self.start_run(turn_id, index, now, step),
-                Ok(Some(at)) => self.wait_for_token(turn_id, index, at),
-                Err(refused) => {
-                    self.turns.get_mut(&turn_id).expect("a live turn").slots[index].marks.push(mark("rate_limit", "refused"));
-                    self.settle(turn_id, index, *refused, now, step);
-                }
-            }
+            self.launch(turn_id, index, now, step);
         }
         let Some(turn) = self.turns.get(&turn_id) else { return };
         // A call settled above (refused a token) may have reported the turn done already.
         if turn.open == 0 && !step.done.contains(&turn_id) {
             step.done.push(turn_id);
+        }
+    }
+
+    /// A call its turn's schedule hands out. One that joined an identical call in flight waits for it; if that
+    /// flight has ended meanwhile, it answers from the cache or runs as a flight of its own.
+    fn launch(&mut self, turn_id: u32, index: usize, now: Instant, step: &mut Step) {
+        let turn = self.turns.get_mut(&turn_id).expect("a live turn");
+        let slot = &mut turn.slots[index];
+        if slot.result.is_some() {
+            // Answered while it waited in the schedule (a flight it joined shared its result): nothing to run.
+            turn.schedule.finished();
+            return;
+        }
+        slot.scheduled = true;
+        if let Some(key) = slot.joined.clone() {
+            if self.flights.get(&key).is_some_and(|waiters| waiters.contains(&(turn_id, index))) {
+                return;
+            }
+            slot.joined = None;
+            let hit = self.store.get(&key, now).and_then(|text| Kept::revive(&text, slot.id.clone(), slot.tool.as_ref().expect("a tool").spec.name.clone()));
+            if let Some(mut result) = hit {
+                result.cached = true;
+                slot.marks.push(mark("cache", "hit"));
+                self.settle(turn_id, index, result, now, step);
+                return;
+            }
+            slot.fills = Some(key.clone());
+            self.flights.insert(key, Vec::new());
+        }
+        self.run_now(turn_id, index, now, step);
+    }
+
+    /// Station 8, then invoke: start now, wait for a reserved token, or answer `rate_limited`.
+    fn run_now(&mut self, turn_id: u32, index: usize, now: Instant, step: &mut Step) {
+        match self.take_tokens(turn_id, index, now) {
+            Ok(None) => self.start_run(turn_id, index, now, step),
+            Ok(Some(at)) => self.wait_for_token(turn_id, index, at),
+            Err(refused) => {
+                self.turns.get_mut(&turn_id).expect("a live turn").slots[index].marks.push(mark("rate_limit", "refused"));
+                self.settle(turn_id, index, *refused, now, step);
+            }
         }
     }
 
@@ -739,7 +777,8 @@ impl Engine {
         let name = slot.tool.as_ref().expect("a retried call has a tool").spec.name.clone();
         self.counters.entry(name.clone()).or_default().retries += 1;
         self.release_place(&name); // taken again by start_run
-        self.start_run(turn_id, index, now, step);
+        // Every attempt reaches the upstream, so every attempt takes a rate-limit token.
+        self.run_now(turn_id, index, now, step);
     }
 
     /// Cancels a turn: running handlers are aborted, calls not started get results saying why. `unstarted` are
@@ -779,7 +818,10 @@ impl Engine {
                 if let Some(waiters) = self.flights.get_mut(&key) {
                     waiters.retain(|w| *w != (turn_id, index));
                 }
-                unstarted_waits.push(index);
+                // Handed out and waiting for the flight; one not handed out yet is among `waiting`.
+                if slot.scheduled {
+                    unstarted_waits.push(index);
+                }
             } else if let Some((at, failure)) = slot.backoff.take() {
                 // Waiting to retry: the last failure stands, so it is no longer one of the attempts before the last.
                 self.deadlines.disarm(at, Alarm::Retry(turn_id, index));
@@ -822,7 +864,9 @@ impl Engine {
             answers.push((index, result));
         }
         let turn = self.turns.get_mut(&turn_id).expect("a live turn");
-        for index in waiting.into_iter().chain(unstarted_waits) {
+        // A call still in the schedule may have been answered already, by a flight it joined.
+        let unanswered: Vec<usize> = waiting.into_iter().chain(unstarted_waits).filter(|&i| turn.slots[i].result.is_none()).collect();
+        for index in unanswered {
             let slot = &mut turn.slots[index];
             let tool = slot.tool.clone().expect("a scheduled call has a tool");
             let result = match why {
@@ -841,8 +885,16 @@ impl Engine {
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
         let slot = &mut turn.slots[index];
         let fills = slot.fills.take();
+        // A call that joined a flight and ends without it (its turn ended, a policy skipped it) leaves the flight.
+        if let Some(key) = slot.joined.take() {
+            if let Some(waiters) = self.flights.get_mut(&key) {
+                waiters.retain(|w| *w != (turn_id, index));
+            }
+        }
         let tool = slot.tool.clone();
         let mode = tool.as_ref().map_or(Mode::Off, |t| t.dedup.mode);
+        // What a handler answered (not a refusal, a timeout or a cancellation) is what others may share or reuse.
+        let answered = result.success || (result.error_kind == Some(ErrorKind::HandlerError) && slot.attempts > 0);
         if result.success {
             // Kept before the dedup note is added: the note belongs to this call, not to the query's answer.
             let kept = (fills.is_some() || slot.dedup.is_some()).then(|| Kept::of(&result));
@@ -854,30 +906,21 @@ impl Engine {
                 self.store.put(reuse_key(&repeat.session, &repeat.key), kept.as_str().into(), ttl, now);
             }
         }
+        let flight = fills.map(|key| {
+            let waiters = self.flights.remove(&key).unwrap_or_default();
+            (key, waiters, result.clone())
+        });
+        let slot = &self.turns.get(&turn_id).expect("a live turn").slots[index];
         if let Some(repeat) = &slot.dedup {
             repeat.annotate(&mut result, mode);
-        }
-        // Identical calls that waited on this one get its result as their own.
-        let shared: Vec<(u32, usize, ToolResult)> = match fills.and_then(|key| self.flights.remove(&key)) {
-            Some(waiters) => waiters
-                .into_iter()
-                .filter_map(|(t, i)| {
-                    let call_id = self.turns.get(&t)?.slots[i].id.clone();
-                    let mut copy = result.clone();
-                    copy.call_id = call_id;
-                    copy.metadata.shared_flight = true;
-                    copy.metadata.attempt_errors.clear();
-                    Some((t, i, copy))
-                })
-                .collect(),
-            None => Vec::new(),
-        };
-        for (t, i, copy) in shared {
-            if let Some(slot) = self.turns.get_mut(&t).map(|turn| &mut turn.slots[i]) {
-                slot.joined = None;
-                slot.marks.push(mark("invoke", "shared"));
+            // Refused a token, skipped, cancelled before it started: the query did not run after all.
+            if slot.attempts == 0 && !result.cached && !result.metadata.shared_flight {
+                let (session, key) = (repeat.session.clone(), repeat.key.clone());
+                self.store.decrement(&session, &key);
             }
-            self.settle(t, i, copy, now, step);
+        }
+        if let Some((key, waiters, clean)) = flight {
+            self.hand_on_flight(key, waiters, &clean, answered, now, step);
         }
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
         let slot = &mut turn.slots[index];
@@ -892,29 +935,63 @@ impl Engine {
         }
         seal(&mut result, &mut slot.marks, turn.begun_epoch_ms, ran_ms);
         let stops_turn = turn.stop_on_error && !result.success && slot.tool.as_ref().is_some_and(|t| !t.spec.read_only);
-        let (call_id, tool_name) = (slot.id.clone(), result.name.clone());
+        let why = stopped_after(&slot.id, &result.name);
         slot.result = Some(result);
         turn.args.remove(&index);
         turn.open -= 1;
         if stops_turn {
-            let why = stopped_after(&call_id, &tool_name);
             for skipped in turn.schedule.take_waiting() {
-                let slot = &mut turn.slots[skipped];
+                let slot = &mut self.turns.get_mut(&turn_id).expect("a live turn").slots[skipped];
+                if slot.result.is_some() {
+                    continue; // answered by a flight it joined
+                }
                 let name = slot.tool.as_ref().map_or(String::new(), |t| t.spec.name.clone());
                 slot.marks.push(mark("invoke", "not_executed"));
-                let mut result = invoke::not_executed(slot.id.clone(), &name, &why);
-                seal(&mut result, &mut slot.marks, turn.begun_epoch_ms, 0.0);
-                slot.result = Some(result);
-                turn.args.remove(&skipped);
-                turn.open -= 1;
+                let result = invoke::not_executed(slot.id.clone(), &name, &why);
+                self.settle(turn_id, skipped, result, now, step);
             }
         }
+        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
         if turn.open == 0 {
             if let Some((at, _)) = turn.deadline {
                 self.deadlines.disarm(at, Alarm::Turn(turn_id));
             }
         }
         self.advance(turn_id, now, step);
+    }
+
+    /// A flight ended. What its handler answered goes to every identical call waiting for it. A flight that
+    /// answered nothing others can use (refused, timed out, cancelled with its own turn) is taken over by the first
+    /// waiting call its schedule has handed out; the others wait on, or run themselves when handed out.
+    fn hand_on_flight(&mut self, key: String, mut waiters: Vec<(u32, usize)>, result: &ToolResult, answered: bool, now: Instant, step: &mut Step) {
+        let handed_out = |engine: &Self, (t, i): (u32, usize)| {
+            engine.turns.get(&t).is_some_and(|turn| turn.slots[i].scheduled && turn.slots[i].result.is_none())
+        };
+        if answered {
+            // Every waiter gets it, also one its schedule has not handed out yet (`launch` then skips it). Those
+            // first: settling a handed-out waiter frees a place, and its schedule would hand the next one out.
+            let (later, now_waiting): (Vec<_>, Vec<_>) = waiters.into_iter().partition(|&w| !handed_out(self, w));
+            for (t, i) in later.into_iter().chain(now_waiting) {
+                let Some(slot) = self.turns.get_mut(&t).map(|turn| &mut turn.slots[i]).filter(|s| s.result.is_none()) else {
+                    continue;
+                };
+                let mut copy = result.clone();
+                copy.call_id = slot.id.clone();
+                copy.metadata.shared_flight = true;
+                copy.metadata.attempt_errors.clear();
+                slot.joined = None;
+                slot.marks.push(mark("invoke", "shared"));
+                self.settle(t, i, copy, now, step);
+            }
+        } else if let Some(pos) = waiters.iter().position(|&w| handed_out(self, w)) {
+            let (t, i) = waiters.remove(pos);
+            let slot = &mut self.turns.get_mut(&t).expect("a live turn").slots[i];
+            slot.joined = None;
+            slot.fills = Some(key.clone());
+            slot.marks.push(mark("cache", "took_over"));
+            self.flights.insert(key, waiters);
+            self.run_now(t, i, now, step);
+        }
     }
 
     /// Turns held back by a tool's `maxConcurrency` get another chance once places may have freed up.

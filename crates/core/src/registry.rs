@@ -47,11 +47,16 @@ struct DeclaredCache {
 fn cache_rule(spec: &ToolSpec, options: &EngineOptions) -> Result<Option<CacheRule>, String> {
     let declared = match &spec.cache {
         Some(Value::Bool(false)) => return Ok(None),
+        Some(Value::Bool(true)) if spec.idempotent => DeclaredCache { ttl_ms: None, scope: None },
         Some(value) => {
+            const FORMS: &str = "cache must be true, false or { ttlMs?, scope? }";
             if !spec.idempotent {
                 return Err("cache is only for idempotent tools: add idempotent: true (same arguments, same result)".into());
             }
-            serde_json::from_value::<DeclaredCache>(value.clone()).map_err(|e| format!("invalid cache: {e}"))?
+            if !value.is_object() {
+                return Err(FORMS.into());
+            }
+            serde_json::from_value::<DeclaredCache>(value.clone()).map_err(|e| format!("{FORMS} ({e})"))?
         }
         None if spec.idempotent => DeclaredCache { ttl_ms: None, scope: None },
         None => return Ok(None),

@@ -35,9 +35,13 @@ pub trait Store: Send {
     fn clear(&mut self);
     /// Takes one token from the bucket at `key`, reserving one up to `max_wait` ahead when none is left now.
     fn take_token(&mut self, key: &str, bucket: Bucket, max_wait: Duration, now: Instant) -> Take;
+    /// Gives back a token taken for a call that did not run after all.
+    fn refund_token(&mut self, key: &str, bucket: Bucket);
     /// Adds one to a counter in `namespace` (a session) and returns the new count. The namespace expires after
     /// `ttl` without increments.
     fn increment(&mut self, namespace: &str, key: &str, ttl: Duration, now: Instant) -> u64;
+    /// Takes one back from a counter (a call counted on arrival that never ran).
+    fn decrement(&mut self, namespace: &str, key: &str);
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -160,6 +164,18 @@ impl Store for MemoryStore {
         }
     }
 
+    fn refund_token(&mut self, key: &str, bucket: Bucket) {
+        if let Some(state) = self.buckets.get_mut(key) {
+            state.tokens = (state.tokens + 1.0).min(bucket.capacity);
+        }
+    }
+
+    fn decrement(&mut self, namespace: &str, key: &str) {
+        if let Some(count) = self.namespaces.peek_mut(namespace).and_then(|ns| ns.counters.peek_mut(key)) {
+            *count = count.saturating_sub(1);
+        }
+    }
+
     fn increment(&mut self, namespace: &str, key: &str, ttl: Duration, now: Instant) -> u64 {
         let per_namespace = cap(self.limits.max_counters_per_namespace);
         if self.namespaces.peek(namespace).is_some_and(|ns| ns.expires <= now) {
@@ -234,6 +250,8 @@ mod tests {
         assert_eq!(s.increment("s1", "q", ttl, t0), 1);
         assert_eq!(s.increment("s1", "q", ttl, t0), 2);
         assert_eq!(s.increment("s2", "q", ttl, t0), 1, "sessions are apart");
+        s.decrement("s1", "q");
+        assert_eq!(s.increment("s1", "q", ttl, t0), 2, "a decrement takes one back");
         assert_eq!(s.increment("s1", "q", ttl, t0 + Duration::from_secs(61)), 1, "the session expired");
         s.increment("s3", "q", ttl, t0);
         s.increment("s4", "q", ttl, t0);

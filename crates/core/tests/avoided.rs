@@ -152,3 +152,45 @@ fn cache_hits_skip_the_rate_limit_and_invalidate_drops_entries() {
     assert_eq!(r[0].error_kind, Some(ErrorKind::RateLimited), "the executor-wide bucket is empty");
     assert_eq!(h.engine.invalidate("get", None), 0);
 }
+
+#[test]
+fn a_flight_cancelled_with_its_turn_is_taken_over_by_a_waiter_in_another_turn() {
+    let mut h = Host::new(json!({}));
+    h.tool(json!({"name": "get", "idempotent": true, "readOnly": true}), Behaviour::Hang);
+    let a = h.begin(json!([{"name": "get"}]), Policy::default());
+    let b = h.begin(json!([{"name": "get"}]), Policy::default());
+    assert_eq!(starts(&h), 1);
+    let step = h.engine.cancel(a, "aborted by the caller", &[], h.now);
+    h.apply(step);
+    assert_eq!(h.results(a)[0].error_kind, Some(ErrorKind::Cancelled));
+    assert_eq!(starts(&h), 2, "turn b's call ran itself instead of inheriting a's cancellation");
+    let run = *h.running.keys().next().unwrap();
+    h.running.clear();
+    let step = h.engine.complete(run, Outcome::Text("mine".into()), h.now);
+    h.apply(step);
+    assert_eq!(h.results(b)[0].output, "mine");
+}
+
+#[test]
+fn a_flight_skipped_by_stop_on_error_leaves_nothing_to_wait_on() {
+    let mut h = Host::new(json!({}));
+    h.tool(json!({"name": "write", "retry": {"maxRetries": 0}}), Behaviour::Return(Outcome::Thrown(json!({"message": "x"}).to_string())));
+    h.tool(json!({"name": "get", "idempotent": true}), text("v"));
+    let options = TurnOptions { stop_on_error: true, ..TurnOptions::default() };
+    let turn = h.begin_with(json!([{"name": "write"}, {"name": "get"}]), Policy::default(), options);
+    assert_eq!(h.results(turn)[1].error_kind, Some(ErrorKind::NotExecuted));
+    assert!(h.run(json!([{"name": "get"}]))[0].success, "a later identical call runs");
+}
+
+#[test]
+fn a_refused_call_gives_back_the_executor_token_and_its_dedup_count() {
+    let mut h = Host::new(json!({"rateLimit": "4/min"}));
+    h.tool(json!({"name": "scarce", "rateLimit": "1/min", "dedup": "refuse"}), text("s"));
+    h.tool(json!({"name": "plenty"}), text("p"));
+    let turn = h.begin(json!([{"name": "scarce", "input": {"to": "a"}}, {"name": "scarce", "input": {"to": "b"}}]), session("s1"));
+    assert_eq!(h.results(turn)[1].error_kind, Some(ErrorKind::RateLimited));
+    let plenty = h.run(json!([{"name": "plenty"}, {"name": "plenty"}, {"name": "plenty"}]));
+    assert!(plenty.iter().all(|r| r.success), "only one of the executor's 4 tokens was used");
+    let turn = h.begin(json!([{"name": "scarce", "input": {"to": "b"}}]), session("s1"));
+    assert_eq!(h.results(turn)[0].error_kind, Some(ErrorKind::RateLimited), "not a duplicate: it never ran");
+}
