@@ -22,6 +22,8 @@ export declare class Engine {
    */
   begin(callsJson: string, policyJson: string, turnJson: string, cancelled?: string | undefined | null): string
   complete(run: number, kind: string, payload: string): string
+  /** Cancels every open turn in one step (closing the executor). */
+  cancelAll(reason: string, unstarted: Array<number>): string
   /** The handler of `run` reported progress; false when the run is already over. */
   progress(run: number): boolean
   /** A handler that timed out or was cancelled settled anyway. */

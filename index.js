@@ -58,9 +58,9 @@ class ToolExecutor {
   #onAbandonedSettled = null
   /** The one `close()` in progress or done: closing twice waits for the same thing. */
   #closing = null
-  /** The starts of the step being applied, and which one is starting now. */
-  #pendingStarts = null
-  #startIndex = 0
+  /** Runs a step has handed out whose handlers have not started yet, with their turn: a handler that aborts
+   * its own turn must tell the engine these never ran. */
+  #notStarted = new Map()
 
   /** @param {import('./index').ExecutorOptions} [options] */
   constructor(options = {}) {
@@ -147,10 +147,10 @@ class ToolExecutor {
 
   async #close({ timeoutMs = CLOSE_TIMEOUT_MS }) {
     this.#closed = true
-    for (const turn of [...this.#turns.values()]) {
-      turn.abortReason = new DOMException('The tool executor was closed', 'AbortError')
-      this.#apply(this.#engine.cancel(turn.id, 'the tool executor was closed', this.#unstartedRuns(turn.id)))
-    }
+    for (const turn of this.#turns.values()) turn.abortReason = new DOMException('The tool executor was closed', 'AbortError')
+    const unstarted = [...this.#notStarted.keys()]
+    this.#notStarted.clear()
+    this.#apply(this.#engine.cancelAll('the tool executor was closed', unstarted))
     if (this.#abandoned.size > 0) {
       await new Promise((resolve) => {
         const timer = setTimeout(resolve, timeoutMs)
@@ -190,7 +190,7 @@ class ToolExecutor {
       if (signal && !signal.aborted) {
         turn.onAbort = () => {
           turn.abortReason = signal.reason
-          this.#apply(this.#engine.cancel(turn.id, abortReasonText(signal.reason), this.#unstartedRuns(turn.id)))
+          this.#apply(this.#engine.cancel(turn.id, abortReasonText(signal.reason), this.#takeUnstarted(turn.id)))
         }
         signal.addEventListener('abort', turn.onAbort, { once: true })
       }
@@ -207,28 +207,24 @@ class ToolExecutor {
   #applyStep(step) {
     if (step.abort) for (const run of step.abort) this.#abort(run)
     if (step.start) {
-      // A handler may abort its own turn while later starts of this step wait: they are then answered as not run.
-      const [outerStarts, outerIndex] = [this.#pendingStarts, this.#startIndex]
-      this.#pendingStarts = step.start
-      for (let i = 0; i < step.start.length; i++) {
-        this.#startIndex = i
-        this.#start(step.start[i])
-      }
-      ;[this.#pendingStarts, this.#startIndex] = [outerStarts, outerIndex]
+      for (const [run, turnId] of step.start) this.#notStarted.set(run, turnId)
+      for (const start of step.start) this.#start(start)
     }
     if (step.done) for (const turnId of step.done) this.#finish(turnId)
   }
 
-  #unstartedRuns(turnId) {
-    const pending = this.#pendingStarts
-    if (pending === null) return []
-    return pending.slice(this.#startIndex + 1).filter((start) => start[1] === turnId).map((start) => start[0])
+  /** The turn's runs handed out but not started, which now never will be. */
+  #takeUnstarted(turnId) {
+    const runs = []
+    for (const [run, turn] of this.#notStarted) if (turn === turnId) runs.push(run)
+    for (const run of runs) this.#notStarted.delete(run)
+    return runs
   }
 
   #start([run, turnId, callId, name, args, attempt]) {
+    // A handler earlier in this step may have aborted the turn: the engine answered this run as not started.
+    if (!this.#notStarted.delete(run)) return
     const turn = this.#turns.get(turnId)
-    // A handler earlier in the same step may have aborted the turn's signal: the turn is answered already.
-    if (turn === undefined) return
     const call = new RunningCall(turn, callId, name, attempt)
     this.#runs.set(run, call)
     const handler = this.#handlers.get(name)
@@ -302,6 +298,7 @@ class ToolExecutor {
 
   #finish(turnId) {
     const turn = this.#turns.get(turnId)
+    if (turn === undefined) return
     this.#turns.delete(turnId)
     if (this.#turns.size === 0) live.delete(this.#engine.id)
     if (turn.onAbort) turn.signal.removeEventListener('abort', turn.onAbort)

@@ -99,6 +99,13 @@ impl Engine {
         self.answer(&env, step)
     }
 
+    /// Cancels every open turn in one step (closing the executor).
+    #[napi]
+    pub fn cancel_all(&mut self, env: Env, reason: String, unstarted: Vec<u32>) -> Result<String> {
+        let step = self.inner.cancel_all(&reason, &unstarted, Instant::now());
+        self.answer(&env, step)
+    }
+
     /// The handler of `run` reported progress; false when the run is already over.
     #[napi]
     pub fn progress(&mut self, run: u32) -> bool {

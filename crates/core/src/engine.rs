@@ -21,7 +21,7 @@ use crate::ratelimit::{self, RateLimit};
 use crate::registry::{DefinitionFormat, Registry, Tool};
 use crate::result::{AttemptError, ErrorKind, StationMark, ToolResult};
 use crate::scheduler::Schedule;
-use crate::store::{MemoryLimits, MemoryStore, Store, Take};
+use crate::store::{Bucket, MemoryLimits, MemoryStore, Store, Take};
 use crate::timer::Deadlines;
 use crate::{invoke, lookup, parse, retry, shape, validate};
 
@@ -108,12 +108,14 @@ struct Slot {
     attempt_errors: Vec<AttemptError>,
     /// Waiting to retry until then; the failure stands if the retry never comes.
     backoff: Option<(Instant, ToolResult)>,
-    /// Waiting until then for the rate-limit token it reserved.
-    rate_wait: Option<Instant>,
-    /// The cache key this call fills (and other identical calls wait on) when it succeeds.
-    fills: Option<String>,
-    /// The key of the identical call in flight whose result this call will share.
-    joined: Option<String>,
+    /// Waiting until then for the rate-limit token it reserved, and the buckets it reserved from.
+    rate_wait: Option<(Instant, Vec<(String, Bucket)>)>,
+    /// The flight this call runs: its cache key and flight id (identical calls wait on it).
+    fills: Option<(String, u32)>,
+    /// The flight of an identical call whose result this call will share: its cache key and flight id.
+    joined: Option<(String, u32)>,
+    /// Answered because its turn ended (cancelled, deadline): nothing another turn may share.
+    ended_early: bool,
     /// The session and query key this call counted under, and how often the query ran before.
     dedup: Option<DedupMark>,
     result: Option<ToolResult>,
@@ -150,6 +152,7 @@ struct Turn {
     stop_on_error: bool,
     /// The context's plain fields, for rate-limit keys.
     fields: HashMap<String, String>,
+    done_reported: bool,
 }
 
 struct Run {
@@ -201,9 +204,16 @@ pub struct Engine {
     held_back: BTreeSet<u32>,
     counters: BTreeMap<String, ToolCounters>,
     store: Box<dyn Store>,
-    /// Calls waiting on an identical call in flight, by the cache key it fills.
-    flights: HashMap<String, Vec<(u32, usize)>>,
+    /// The flight identical calls may join, by cache key (an invalidated flight is no longer listed).
+    flights: HashMap<String, u32>,
+    /// The calls waiting on each flight, by flight id, until the flight's call settles.
+    flight_waiters: HashMap<u32, Vec<(u32, usize)>>,
+    next_flight: u32,
     rate_limit: Option<RateLimit>,
+    /// Turns to advance before the current entry point returns (a worklist, so nothing recurses per call).
+    dirty: BTreeSet<u32>,
+    /// A tool place was freed: turns held back by `maxConcurrency` get another look.
+    places_freed: bool,
     next_turn: u32,
     next_run: u32,
 }
@@ -233,7 +243,11 @@ impl Engine {
         Engine {
             store,
             flights: HashMap::new(),
+            flight_waiters: HashMap::new(),
+            next_flight: 1,
             rate_limit,
+            dirty: BTreeSet::new(),
+            places_freed: false,
             options,
             registry: Registry::default(),
             turns: HashMap::new(),
@@ -307,7 +321,7 @@ impl Engine {
                 runnable.push((index, tool.as_ref().is_some_and(|t| t.spec.read_only)));
                 args.insert(index, value);
             }
-            if options.stop_on_error && stopped_by.is_none() && slot.result.is_some() {
+            if options.stop_on_error && stopped_by.is_none() && slot.result.as_ref().is_some_and(|r| !r.success) {
                 if let Some(t) = tool.filter(|t| !t.spec.read_only) {
                     stopped_by = Some((slot.id.clone(), t.spec.name.clone()));
                 }
@@ -326,6 +340,7 @@ impl Engine {
             deadline,
             stop_on_error: options.stop_on_error,
             fields: policy.fields.clone(),
+            done_reported: false,
         };
         for slot in turn.slots.iter_mut() {
             if let Some(result) = slot.result.as_mut() {
@@ -341,9 +356,8 @@ impl Engine {
             None => Step::default(),
         };
         step.turn = Some(turn_id);
-        if step.done.is_empty() {
-            self.advance(turn_id, now, &mut step);
-        }
+        self.dirty.insert(turn_id);
+        self.drain(now, &mut step);
         Ok(step)
     }
 
@@ -364,6 +378,7 @@ impl Engine {
             rate_wait: None,
             fills: None,
             joined: None,
+            ended_early: false,
             dedup: None,
             result: None,
         };
@@ -471,23 +486,29 @@ impl Engine {
             return false;
         }
         counters.cache_misses += 1;
-        if let Some(waiters) = self.flights.get_mut(&key) {
-            // It runs in its turn's schedule like any call, but when its turn starts it, it waits for the flight.
-            counters.shared_flights += 1;
-            slot.marks.push(mark("cache", "joined"));
-            waiters.push((turn_id, index));
-            slot.joined = Some(key);
-            return true;
-        }
-        slot.marks.push(mark("cache", "miss"));
-        self.flights.insert(key.clone(), Vec::new());
-        slot.fills = Some(key);
+        // A call that joins runs in its turn's schedule like any call, but when handed out it waits for the flight.
+        self.join_or_lead(key, name, turn_id, index).assign(slot);
         true
+    }
+
+    /// Joins the flight identical calls may join, or opens one the call will run.
+    fn join_or_lead(&mut self, key: String, tool: &str, turn_id: u32, index: usize) -> FlightRole {
+        if let Some(&id) = self.flights.get(&key) {
+            self.flight_waiters.entry(id).or_default().push((turn_id, index));
+            self.counters.entry(tool.to_string()).or_default().shared_flights += 1;
+            FlightRole::Joined(key, id)
+        } else {
+            let id = self.next_flight;
+            self.next_flight = self.next_flight.wrapping_add(1).max(1);
+            self.flights.insert(key.clone(), id);
+            self.flight_waiters.insert(id, Vec::new());
+            FlightRole::Leads(key, id)
+        }
     }
 
     /// Station 8 for a call the scheduler hands out: a token from the executor's bucket and the tool's, now or
     /// after a wait the call may make; else a `rate_limited` result.
-    fn take_tokens(&mut self, turn_id: u32, index: usize, now: Instant) -> Result<Option<Instant>, Box<ToolResult>> {
+    fn take_tokens(&mut self, turn_id: u32, index: usize, now: Instant) -> Result<Option<(Instant, Vec<(String, Bucket)>)>, Box<ToolResult>> {
         let turn = self.turns.get(&turn_id).expect("a live turn");
         let policy_fields = &turn.fields;
         let slot = &turn.slots[index];
@@ -518,7 +539,21 @@ impl Engine {
                 }
             }
         }
-        Ok((ready_at > now).then_some(ready_at))
+        Ok((ready_at > now).then_some((ready_at, taken)))
+    }
+
+    /// Advances every turn marked dirty, and the turns held back by a tool's `maxConcurrency` once a place has
+    /// been freed, until nothing changes. Every entry point ends here, so settling a call never recurses.
+    fn drain(&mut self, now: Instant, step: &mut Step) {
+        loop {
+            while let Some(turn_id) = self.dirty.pop_first() {
+                self.advance(turn_id, now, step);
+            }
+            if !std::mem::take(&mut self.places_freed) || self.held_back.is_empty() {
+                return;
+            }
+            self.dirty.extend(std::mem::take(&mut self.held_back));
+        }
     }
 
     /// Starts what the turn's schedule allows and reports the turn done when nothing is left open.
@@ -547,38 +582,42 @@ impl Engine {
         for index in ready {
             self.launch(turn_id, index, now, step);
         }
-        let Some(turn) = self.turns.get(&turn_id) else { return };
-        // A call settled above (refused a token) may have reported the turn done already.
-        if turn.open == 0 && !step.done.contains(&turn_id) {
+        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
+        if turn.open == 0 && !turn.done_reported {
+            turn.done_reported = true;
             step.done.push(turn_id);
+            self.held_back.remove(&turn_id);
         }
     }
 
-    /// A call its turn's schedule hands out. One that joined an identical call in flight waits for it; if that
-    /// flight has ended meanwhile, it answers from the cache or runs as a flight of its own.
+    /// A call its turn's schedule hands out. One that joined an identical call in flight waits for it, holding
+    /// its tool place; if that flight has ended meanwhile, it answers from the cache, or joins or opens the
+    /// flight that is current now.
     fn launch(&mut self, turn_id: u32, index: usize, now: Instant, step: &mut Step) {
-        let turn = self.turns.get_mut(&turn_id).expect("a live turn");
-        let slot = &mut turn.slots[index];
-        if slot.result.is_some() {
-            // Answered while it waited in the schedule (a flight it joined shared its result): nothing to run.
-            turn.schedule.finished();
-            return;
-        }
+        let slot = &mut self.turns.get_mut(&turn_id).expect("a live turn").slots[index];
         slot.scheduled = true;
-        if let Some(key) = slot.joined.clone() {
-            if self.flights.get(&key).is_some_and(|waiters| waiters.contains(&(turn_id, index))) {
+        let name = slot.tool.as_ref().expect("a scheduled call has a tool").spec.name.clone();
+        if let Some((key, id)) = slot.joined.take() {
+            if self.flight_waiters.get(&id).is_some_and(|w| w.contains(&(turn_id, index))) {
+                slot.joined = Some((key, id));
+                *self.tool_running.entry(name).or_default() += 1;
                 return;
             }
-            slot.joined = None;
-            let hit = self.store.get(&key, now).and_then(|text| Kept::revive(&text, slot.id.clone(), slot.tool.as_ref().expect("a tool").spec.name.clone()));
+            let hit = self.store.get(&key, now).and_then(|text| Kept::revive(&text, slot.id.clone(), name.clone()));
             if let Some(mut result) = hit {
                 result.cached = true;
                 slot.marks.push(mark("cache", "hit"));
                 self.settle(turn_id, index, result, now, step);
                 return;
             }
-            slot.fills = Some(key.clone());
-            self.flights.insert(key, Vec::new());
+            let role = self.join_or_lead(key, &name, turn_id, index);
+            let slot = &mut self.turns.get_mut(&turn_id).expect("a live turn").slots[index];
+            if matches!(role, FlightRole::Joined(..)) {
+                role.assign(slot);
+                *self.tool_running.entry(name).or_default() += 1;
+                return;
+            }
+            role.assign(slot);
         }
         self.run_now(turn_id, index, now, step);
     }
@@ -587,7 +626,7 @@ impl Engine {
     fn run_now(&mut self, turn_id: u32, index: usize, now: Instant, step: &mut Step) {
         match self.take_tokens(turn_id, index, now) {
             Ok(None) => self.start_run(turn_id, index, now, step),
-            Ok(Some(at)) => self.wait_for_token(turn_id, index, at),
+            Ok(Some((at, reserved))) => self.wait_for_token(turn_id, index, at, reserved),
             Err(refused) => {
                 self.turns.get_mut(&turn_id).expect("a live turn").slots[index].marks.push(mark("rate_limit", "refused"));
                 self.settle(turn_id, index, *refused, now, step);
@@ -596,10 +635,10 @@ impl Engine {
     }
 
     /// The call reserved a token due at `at`; it keeps its places (schedule and tool) while it waits.
-    fn wait_for_token(&mut self, turn_id: u32, index: usize, at: Instant) {
+    fn wait_for_token(&mut self, turn_id: u32, index: usize, at: Instant, reserved: Vec<(String, Bucket)>) {
         let slot = &mut self.turns.get_mut(&turn_id).expect("a live turn").slots[index];
         slot.marks.push(mark("rate_limit", "waited"));
-        slot.rate_wait = Some(at);
+        slot.rate_wait = Some((at, reserved));
         let name = slot.tool.as_ref().expect("a scheduled call has a tool").spec.name.clone();
         *self.tool_running.entry(name).or_default() += 1;
         self.deadlines.arm(at, Alarm::RateWait(turn_id, index));
@@ -608,7 +647,7 @@ impl Engine {
     fn token_due(&mut self, turn_id: u32, index: usize, now: Instant, step: &mut Step) {
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
         let slot = &mut turn.slots[index];
-        if slot.rate_wait.take().is_none() || slot.result.is_some() {
+        if slot.rate_wait.take().is_none() {
             return;
         }
         let name = slot.tool.as_ref().expect("a waiting call has a tool").spec.name.clone();
@@ -661,9 +700,10 @@ impl Engine {
 
     /// A tool's running count, as `maxConcurrency` sees it, goes down by one.
     fn release_place(&mut self, tool: &str) {
-        if let Some(n) = self.tool_running.get_mut(tool) {
-            *n = n.saturating_sub(1);
-        }
+        let n = self.tool_running.get_mut(tool).expect("a place was taken");
+        debug_assert!(*n > 0, "a place released twice");
+        *n = n.saturating_sub(1);
+        self.places_freed = true;
     }
 
     /// A handler settled. A run that already timed out or was cancelled is a late settlement: nothing changes.
@@ -684,7 +724,7 @@ impl Engine {
         shape::shape(&mut result, tool.max_output_chars, self.options.max_error_chars);
         slot.marks.push(mark("shape", if result.truncated { "truncated" } else { "ok" }));
         self.attempt_ended(turn_id, index, result, now, &mut step);
-        self.release_held_back(now, &mut step);
+        self.drain(now, &mut step);
         step
     }
 
@@ -711,7 +751,7 @@ impl Engine {
                 Alarm::Turn(turn_id) => self.end_turn_early(turn_id, now, &[], &mut step, TurnEnd::Deadline),
             }
         }
-        self.release_held_back(now, &mut step);
+        self.drain(now, &mut step);
         step
     }
 
@@ -784,13 +824,28 @@ impl Engine {
     /// Cancels a turn: running handlers are aborted, calls not started get results saying why. `unstarted` are
     /// runs handed out in a step whose handlers the host had not started yet when the cancellation came.
     pub fn cancel(&mut self, turn_id: u32, reason: &str, unstarted: &[u32], now: Instant) -> Step {
+        self.cancel_turns(&[turn_id], reason, unstarted, now)
+    }
+
+    /// Cancels every open turn in one step (closing the executor): a flight one of them hands to another is
+    /// never started only to be aborted.
+    pub fn cancel_all(&mut self, reason: &str, unstarted: &[u32], now: Instant) -> Step {
+        let mut turns: Vec<u32> = self.turns.keys().copied().collect();
+        turns.sort_unstable();
+        self.cancel_turns(&turns, reason, unstarted, now)
+    }
+
+    fn cancel_turns(&mut self, turns: &[u32], reason: &str, unstarted: &[u32], now: Instant) -> Step {
         let mut step = Step::default();
-        self.end_turn_early(turn_id, now, unstarted, &mut step, TurnEnd::Cancelled(reason));
-        self.release_held_back(now, &mut step);
+        for &turn_id in turns {
+            self.end_turn_early(turn_id, now, unstarted, &mut step, TurnEnd::Cancelled(reason));
+        }
+        self.drain(now, &mut step);
         step
     }
 
     /// A turn ends before its calls do (cancelled, or its deadline passed): every call still open is answered.
+    /// `unstarted`: runs handed out that the host had not started yet (starts still in `step` count too).
     fn end_turn_early(&mut self, turn_id: u32, now: Instant, unstarted: &[u32], step: &mut Step, why: TurnEnd<'_>) {
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
         if turn.open == 0 {
@@ -799,34 +854,42 @@ impl Engine {
         if let Some((at, _)) = turn.deadline {
             self.deadlines.disarm(at, Alarm::Turn(turn_id));
         }
+        let mut unstarted = unstarted.to_vec();
+        step.start.retain(|start| {
+            let ours = start.turn == turn_id;
+            if ours {
+                unstarted.push(start.run);
+            }
+            !ours
+        });
         let waiting = turn.schedule.take_waiting();
         let deadline_ms = turn.deadline.map_or(0, |(_, ms)| ms);
         let not_started = format!("the turn's deadline of {deadline_ms} ms passed before it started");
         let mut answers: Vec<(usize, ToolResult)> = Vec::new();
         let mut ended_runs = Vec::new();
         let mut places = Vec::new();
+        let mut refunds = Vec::new();
         let mut unstarted_waits = Vec::new();
         for (index, slot) in turn.slots.iter_mut().enumerate() {
             if slot.result.is_some() {
                 continue;
             }
-            if let Some(at) = slot.rate_wait.take() {
+            slot.ended_early = true;
+            let name = slot.tool.as_ref().expect("an admitted call has a tool").spec.name.clone();
+            if let Some((at, reserved)) = slot.rate_wait.take() {
                 self.deadlines.disarm(at, Alarm::RateWait(turn_id, index));
-                places.push(slot.tool.as_ref().expect("a waiting call has a tool").spec.name.clone());
+                refunds.extend(reserved);
+                places.push(name);
                 unstarted_waits.push(index);
-            } else if let Some(key) = slot.joined.take() {
-                if let Some(waiters) = self.flights.get_mut(&key) {
-                    waiters.retain(|w| *w != (turn_id, index));
-                }
-                // Handed out and waiting for the flight; one not handed out yet is among `waiting`.
-                if slot.scheduled {
-                    unstarted_waits.push(index);
-                }
+            } else if slot.joined.is_some() && slot.scheduled {
+                // Handed out and waiting for a flight, holding its place; `settle` takes it off the flight.
+                places.push(name);
+                unstarted_waits.push(index);
             } else if let Some((at, failure)) = slot.backoff.take() {
                 // Waiting to retry: the last failure stands, so it is no longer one of the attempts before the last.
                 self.deadlines.disarm(at, Alarm::Retry(turn_id, index));
                 slot.attempt_errors.pop();
-                places.push(failure.name.clone());
+                places.push(name);
                 answers.push((index, failure));
             } else if let Some(run) = slot.run.filter(|r| self.runs.contains_key(r)) {
                 ended_runs.push((index, run, !unstarted.contains(&run)));
@@ -834,6 +897,9 @@ impl Engine {
         }
         for name in places {
             self.release_place(&name);
+        }
+        for (key, bucket) in refunds {
+            self.store.refund_token(&key, bucket);
         }
         for (index, run, was_running) in ended_runs {
             self.end_run(run);
@@ -864,9 +930,7 @@ impl Engine {
             answers.push((index, result));
         }
         let turn = self.turns.get_mut(&turn_id).expect("a live turn");
-        // A call still in the schedule may have been answered already, by a flight it joined.
-        let unanswered: Vec<usize> = waiting.into_iter().chain(unstarted_waits).filter(|&i| turn.slots[i].result.is_none()).collect();
-        for index in unanswered {
+        for index in waiting.into_iter().chain(unstarted_waits) {
             let slot = &mut turn.slots[index];
             let tool = slot.tool.clone().expect("a scheduled call has a tool");
             let result = match why {
@@ -881,24 +945,31 @@ impl Engine {
         }
     }
 
+    /// A call's final result. Its flight (if it ran one) is handed on, its turn is marked to advance.
     fn settle(&mut self, turn_id: u32, index: usize, mut result: ToolResult, now: Instant, step: &mut Step) {
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
         let slot = &mut turn.slots[index];
         let fills = slot.fills.take();
         // A call that joined a flight and ends without it (its turn ended, a policy skipped it) leaves the flight.
-        if let Some(key) = slot.joined.take() {
-            if let Some(waiters) = self.flights.get_mut(&key) {
+        if let Some((_, id)) = slot.joined.take() {
+            if let Some(waiters) = self.flight_waiters.get_mut(&id) {
                 waiters.retain(|w| *w != (turn_id, index));
             }
         }
         let tool = slot.tool.clone();
         let mode = tool.as_ref().map_or(Mode::Off, |t| t.dedup.mode);
         // What a handler answered (not a refusal, a timeout or a cancellation) is what others may share or reuse.
-        let answered = result.success || (result.error_kind == Some(ErrorKind::HandlerError) && slot.attempts > 0);
+        let answered = !slot.ended_early
+            && (result.success || (result.error_kind == Some(ErrorKind::HandlerError) && slot.attempts > 0));
+        // A flight invalidated while it ran is no longer the one its key names: its result is not kept.
+        let current = fills.as_ref().is_some_and(|(key, id)| self.flights.get(key) == Some(id));
+        if current {
+            self.flights.remove(&fills.as_ref().expect("current").0);
+        }
         if result.success {
             // Kept before the dedup note is added: the note belongs to this call, not to the query's answer.
-            let kept = (fills.is_some() || slot.dedup.is_some()).then(|| Kept::of(&result));
-            if let (Some(key), Some(rule), Some(kept)) = (&fills, tool.as_ref().and_then(|t| t.cache.as_ref()), &kept) {
+            let kept = (current || slot.dedup.is_some()).then(|| Kept::of(&result));
+            if let (true, Some((key, _)), Some(rule), Some(kept)) = (current, &fills, tool.as_ref().and_then(|t| t.cache.as_ref()), &kept) {
                 self.store.put(key.clone(), kept.as_str().into(), rule.ttl, now);
             }
             if let (Some(repeat), Some(kept), Mode::Reuse) = (&slot.dedup, &kept, mode) {
@@ -906,9 +977,9 @@ impl Engine {
                 self.store.put(reuse_key(&repeat.session, &repeat.key), kept.as_str().into(), ttl, now);
             }
         }
-        let flight = fills.map(|key| {
-            let waiters = self.flights.remove(&key).unwrap_or_default();
-            (key, waiters, result.clone())
+        let flight = fills.map(|(key, id)| {
+            let waiters = self.flight_waiters.remove(&id).unwrap_or_default();
+            (key, id, waiters, result.clone())
         });
         let slot = &self.turns.get(&turn_id).expect("a live turn").slots[index];
         if let Some(repeat) = &slot.dedup {
@@ -919,8 +990,8 @@ impl Engine {
                 self.store.decrement(&session, &key);
             }
         }
-        if let Some((key, waiters, clean)) = flight {
-            self.hand_on_flight(key, waiters, &clean, answered, now, step);
+        if let Some((key, id, waiters, clean)) = flight {
+            self.hand_on_flight(key, id, waiters, &clean, answered, now, step);
         }
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
         let slot = &mut turn.slots[index];
@@ -942,9 +1013,6 @@ impl Engine {
         if stops_turn {
             for skipped in turn.schedule.take_waiting() {
                 let slot = &mut self.turns.get_mut(&turn_id).expect("a live turn").slots[skipped];
-                if slot.result.is_some() {
-                    continue; // answered by a flight it joined
-                }
                 let name = slot.tool.as_ref().map_or(String::new(), |t| t.spec.name.clone());
                 slot.marks.push(mark("invoke", "not_executed"));
                 let result = invoke::not_executed(slot.id.clone(), &name, &why);
@@ -957,52 +1025,47 @@ impl Engine {
                 self.deadlines.disarm(at, Alarm::Turn(turn_id));
             }
         }
-        self.advance(turn_id, now, step);
+        self.dirty.insert(turn_id);
     }
 
-    /// A flight ended. What its handler answered goes to every identical call waiting for it. A flight that
-    /// answered nothing others can use (refused, timed out, cancelled with its own turn) is taken over by the first
-    /// waiting call its schedule has handed out; the others wait on, or run themselves when handed out.
-    fn hand_on_flight(&mut self, key: String, mut waiters: Vec<(u32, usize)>, result: &ToolResult, answered: bool, now: Instant, step: &mut Step) {
-        let handed_out = |engine: &Self, (t, i): (u32, usize)| {
-            engine.turns.get(&t).is_some_and(|turn| turn.slots[i].scheduled && turn.slots[i].result.is_none())
-        };
+    /// A flight ended. What its handler answered goes to every identical call waiting for it (one its schedule
+    /// has not handed out yet leaves the schedule). A flight that answered nothing others can use (refused,
+    /// timed out, ended with its own turn) is taken over by the first waiting call its schedule has handed out;
+    /// the others wait on it, or look again when their schedule hands them out.
+    #[allow(clippy::too_many_arguments)]
+    fn hand_on_flight(&mut self, key: String, id: u32, mut waiters: Vec<(u32, usize)>, result: &ToolResult, answered: bool, now: Instant, step: &mut Step) {
+        let handed_out = |engine: &Self, (t, i): (u32, usize)| engine.turns.get(&t).is_some_and(|turn| turn.slots[i].scheduled);
         if answered {
-            // Every waiter gets it, also one its schedule has not handed out yet (`launch` then skips it). Those
-            // first: settling a handed-out waiter frees a place, and its schedule would hand the next one out.
-            let (later, now_waiting): (Vec<_>, Vec<_>) = waiters.into_iter().partition(|&w| !handed_out(self, w));
-            for (t, i) in later.into_iter().chain(now_waiting) {
-                let Some(slot) = self.turns.get_mut(&t).map(|turn| &mut turn.slots[i]).filter(|s| s.result.is_none()) else {
-                    continue;
-                };
+            for (t, i) in waiters {
+                let was_handed_out = handed_out(self, (t, i));
+                let turn = self.turns.get_mut(&t).expect("a waiter's turn is live");
+                if !was_handed_out {
+                    turn.schedule.remove(i);
+                }
+                let slot = &mut turn.slots[i];
+                let name = slot.tool.as_ref().expect("a waiter has a tool").spec.name.clone();
                 let mut copy = result.clone();
                 copy.call_id = slot.id.clone();
                 copy.metadata.shared_flight = true;
                 copy.metadata.attempt_errors.clear();
                 slot.joined = None;
                 slot.marks.push(mark("invoke", "shared"));
+                if was_handed_out {
+                    self.release_place(&name);
+                }
                 self.settle(t, i, copy, now, step);
             }
         } else if let Some(pos) = waiters.iter().position(|&w| handed_out(self, w)) {
             let (t, i) = waiters.remove(pos);
-            let slot = &mut self.turns.get_mut(&t).expect("a live turn").slots[i];
+            let slot = &mut self.turns.get_mut(&t).expect("a waiter's turn is live").slots[i];
+            let name = slot.tool.as_ref().expect("a waiter has a tool").spec.name.clone();
             slot.joined = None;
-            slot.fills = Some(key.clone());
+            slot.fills = Some((key.clone(), id));
             slot.marks.push(mark("cache", "took_over"));
-            self.flights.insert(key, waiters);
+            self.flight_waiters.insert(id, waiters);
+            self.flights.entry(key).or_insert(id);
+            self.release_place(&name); // taken again when it starts
             self.run_now(t, i, now, step);
-        }
-    }
-
-    /// Turns held back by a tool's `maxConcurrency` get another chance once places may have freed up.
-    fn release_held_back(&mut self, now: Instant, step: &mut Step) {
-        if self.held_back.is_empty() {
-            return;
-        }
-        for turn_id in std::mem::take(&mut self.held_back) {
-            if self.turns.get(&turn_id).is_some_and(|t| t.schedule.has_waiting()) {
-                self.advance(turn_id, now, step);
-            }
         }
     }
 
@@ -1026,10 +1089,13 @@ impl Engine {
             Some(args) => cache::args_prefix(tool, args),
             None => cache::tool_prefix(tool),
         };
+        // Flights already running may have read what changed: later calls start afresh, and they keep nothing.
+        self.flights.retain(|key, _| !key.starts_with(&prefix));
         self.store.invalidate_prefix(&prefix)
     }
 
     pub fn clear_cache(&mut self) {
+        self.flights.clear();
         self.store.clear();
     }
 
@@ -1053,6 +1119,27 @@ impl Engine {
     /// How many handlers are running across all turns.
     pub fn running(&self) -> usize {
         self.runs.len()
+    }
+}
+
+/// What a cache miss does about identical calls: run the flight, or wait on one already running.
+enum FlightRole {
+    Leads(String, u32),
+    Joined(String, u32),
+}
+
+impl FlightRole {
+    fn assign(self, slot: &mut Slot) {
+        match self {
+            FlightRole::Leads(key, id) => {
+                slot.marks.push(mark("cache", "miss"));
+                slot.fills = Some((key, id));
+            }
+            FlightRole::Joined(key, id) => {
+                slot.marks.push(mark("cache", "joined"));
+                slot.joined = Some((key, id));
+            }
+        }
     }
 }
 

@@ -63,6 +63,17 @@ impl Schedule {
         self.running = self.running.saturating_sub(1);
     }
 
+    /// Takes one call out of the schedule before it was handed out (it was answered otherwise).
+    pub fn remove(&mut self, index: usize) -> bool {
+        for group in self.groups.iter_mut() {
+            if let Some(position) = group.waiting.iter().position(|&i| i == index) {
+                group.waiting.remove(position);
+                return true;
+            }
+        }
+        false
+    }
+
     /// Every call not started yet, removed from the schedule (the turn is ending early).
     pub fn take_waiting(&mut self) -> Vec<usize> {
         self.groups.drain(..).flat_map(|g| g.waiting).collect()
@@ -121,6 +132,15 @@ mod tests {
         let mut w = Schedule::new([(0, false), (1, true)], 8);
         assert!(w.ready(|_| false).is_empty(), "a blocked write holds back what follows");
         assert!(w.has_waiting());
+    }
+
+    #[test]
+    fn a_call_removed_before_its_turn_is_never_handed_out() {
+        let mut s = Schedule::new([(0, false), (1, true), (2, true)], 8);
+        assert_eq!(s.ready(|_| true), vec![0]);
+        assert!(s.remove(1) && !s.remove(1));
+        s.finished();
+        assert_eq!(s.ready(|_| true), vec![2]);
     }
 
     #[test]

@@ -194,3 +194,37 @@ fn a_refused_call_gives_back_the_executor_token_and_its_dedup_count() {
     let turn = h.begin(json!([{"name": "scarce", "input": {"to": "b"}}]), session("s1"));
     assert_eq!(h.results(turn)[0].error_kind, Some(ErrorKind::RateLimited), "not a duplicate: it never ran");
 }
+
+#[test]
+fn thousands_of_refused_calls_in_one_turn_settle_without_recursing() {
+    let mut h = Host::new(json!({}));
+    h.tool(json!({"name": "api", "rateLimit": "1/hour"}), text("ok"));
+    let calls: Vec<_> = (0..20_000).map(|i| json!({"name": "api", "input": {"i": i}})).collect();
+    let results = h.run(json!(calls));
+    assert_eq!(results.iter().filter(|r| r.error_kind == Some(ErrorKind::RateLimited)).count(), 19_999);
+}
+
+#[test]
+fn a_call_that_joined_an_ended_flight_joins_the_current_one_instead_of_replacing_it() {
+    let mut h = Host::new(json!({"concurrency": 1}));
+    h.tool(json!({"name": "x", "idempotent": true, "readOnly": true}), Behaviour::Hang);
+    h.tool(json!({"name": "y"}), Behaviour::Hang);
+    let t0 = h.begin(json!([{"name": "x"}]), Policy::default());
+    let t1 = h.begin(json!([{"name": "y"}, {"name": "x"}]), Policy::default()); // x joins t0's flight, queued behind y
+    let step = h.engine.cancel(t0, "stop", &[], h.now);
+    h.apply(step);
+    let t2 = h.begin(json!([{"name": "x"}]), Policy::default()); // a new flight
+    let t3 = h.begin(json!([{"name": "x"}]), Policy::default()); // joins it
+    let y = *h.running.iter().find(|(_, n)| *n == "y").unwrap().0;
+    h.running.remove(&y);
+    let step = h.engine.complete(y, Outcome::Text("y".into()), h.now);
+    h.apply(step);
+    let x = *h.running.iter().find(|(_, n)| *n == "x").unwrap().0;
+    h.running.remove(&x);
+    let step = h.engine.complete(x, Outcome::Text("x".into()), h.now);
+    h.apply(step);
+    for turn in [t1, t2, t3] {
+        assert!(h.results(turn).iter().all(|r| r.success), "turn {turn} answered");
+    }
+    assert_eq!(h.log.iter().filter(|(e, n)| *e == "start" && n == "x").count(), 2);
+}

@@ -203,3 +203,17 @@ fn a_tool_max_concurrency_holds_across_turns() {
     assert_eq!(h.running.values().filter(|n| *n == "browser").count(), 1);
     assert!(!h.done.contains(&a) && !h.done.contains(&b));
 }
+
+#[test]
+fn a_call_started_in_the_same_expiry_as_its_turn_deadline_is_never_started() {
+    let mut h = Host::new(json!({}));
+    h.tool(json!({"name": "a", "timeoutMs": 100, "retry": {"maxRetries": 0}}), Behaviour::Hang);
+    h.tool(json!({"name": "b"}), Behaviour::Hang);
+    let options = TurnOptions { deadline_ms: Some(100), ..TurnOptions::default() };
+    let turn = h.begin_with(json!([{"name": "a"}, {"name": "b"}]), Policy::default(), options);
+    h.advance_clock(100); // a's limit and the turn's deadline at once: a's end would start b
+    let results = h.results(turn);
+    assert_eq!(results[1].error_kind, Some(ErrorKind::NotExecuted));
+    assert_eq!(results[1].attempts, 0);
+    assert_eq!(h.log.iter().filter(|(e, _)| *e == "start").count(), 1, "b was never handed to the host");
+}
