@@ -109,7 +109,7 @@ struct Slot {
     /// Waiting to retry until then; the failure stands if the retry never comes.
     backoff: Option<(Instant, ToolResult)>,
     /// Waiting until then for the rate-limit token it reserved, and the buckets it reserved from.
-    rate_wait: Option<(Instant, Vec<(String, Bucket)>)>,
+    rate_wait: Option<(Instant, Reserved)>,
     /// The flight this call runs: its cache key and flight id (identical calls wait on it).
     fills: Option<(String, u32)>,
     /// The flight of an identical call whose result this call will share: its cache key and flight id.
@@ -120,6 +120,9 @@ struct Slot {
     dedup: Option<DedupMark>,
     result: Option<ToolResult>,
 }
+
+/// The buckets (key and shape) a call took or reserved a token from, to give it back if the call never runs.
+type Reserved = Vec<(String, Bucket)>;
 
 struct DedupMark {
     session: String,
@@ -508,7 +511,7 @@ impl Engine {
 
     /// Station 8 for a call the scheduler hands out: a token from the executor's bucket and the tool's, now or
     /// after a wait the call may make; else a `rate_limited` result.
-    fn take_tokens(&mut self, turn_id: u32, index: usize, now: Instant) -> Result<Option<(Instant, Vec<(String, Bucket)>)>, Box<ToolResult>> {
+    fn take_tokens(&mut self, turn_id: u32, index: usize, now: Instant) -> Result<Option<(Instant, Reserved)>, Box<ToolResult>> {
         let turn = self.turns.get(&turn_id).expect("a live turn");
         let policy_fields = &turn.fields;
         let slot = &turn.slots[index];
@@ -635,7 +638,7 @@ impl Engine {
     }
 
     /// The call reserved a token due at `at`; it keeps its places (schedule and tool) while it waits.
-    fn wait_for_token(&mut self, turn_id: u32, index: usize, at: Instant, reserved: Vec<(String, Bucket)>) {
+    fn wait_for_token(&mut self, turn_id: u32, index: usize, at: Instant, reserved: Reserved) {
         let slot = &mut self.turns.get_mut(&turn_id).expect("a live turn").slots[index];
         slot.marks.push(mark("rate_limit", "waited"));
         slot.rate_wait = Some((at, reserved));
