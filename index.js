@@ -67,7 +67,7 @@ class ToolExecutor {
     if (options === null || typeof options !== 'object') throw new TypeError('new ToolExecutor(options): options must be an object')
     const engineOptions = pick(options, [...ENGINE_OPTIONS, ...LISTENER_OPTIONS], 'ToolExecutor options')
     this.#listeners = takeListeners(engineOptions, 'ToolExecutor options')
-    const json = JSON.stringify(engineOptions, retryFalse)
+    const json = JSON.stringify(noRetryAsPolicy(engineOptions))
     this.#engine = programmerError(() => new Engine(json, wake))
   }
 
@@ -78,7 +78,7 @@ class ToolExecutor {
       throw new TypeError(`register(spec): tool "${spec.name}" needs a handler function (args, ctx) => result`)
     }
     const { handler, ...rest } = spec
-    const json = JSON.stringify(pick(rest, SPEC_FIELDS, `tool "${spec.name}"`), retryFalse)
+    const json = JSON.stringify(noRetryAsPolicy(pick(rest, SPEC_FIELDS, `tool "${spec.name}"`)))
     programmerError(() => this.#engine.register(json))
     this.#handlers.set(spec.name, handler)
     return this
@@ -349,9 +349,10 @@ const TIMEOUT_MESSAGES = {
   cancelled: 'The tool call was cancelled',
 }
 
-/** `retry: false` means no retries; the engine reads it as `{ maxRetries: 0 }`. */
-function retryFalse(key, value) {
-  return key === 'retry' && value === false ? { maxRetries: 0 } : value
+/** `retry: false` means no retries; the engine reads it as `{ maxRetries: 0 }`. Only the option itself: a schema
+ * property named `retry` is left alone. */
+function noRetryAsPolicy(options) {
+  return options.retry === false ? { ...options, retry: { maxRetries: 0 } } : options
 }
 
 /** Moves the listener options out of `options`, checking they are functions. */

@@ -904,3 +904,13 @@ describe('options', () => {
     assert.deepEqual(policy(false), { ...defaults, maxRetries: 0 })
   })
 })
+
+describe('retry: false', () => {
+  it('turns retries off for the option only, never for a schema property named retry', () => {
+    const gate = new ToolExecutor({ retry: false })
+    gate.register({ name: 't', retry: false, parameters: { type: 'object', properties: { retry: false } }, handler: () => 'x' })
+    const [tool] = gate.list()
+    assert.deepEqual(tool.parameters, { type: 'object', properties: { retry: false } })
+    assert.equal(tool.retry.maxRetries, 0)
+  })
+})
