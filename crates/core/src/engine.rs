@@ -264,10 +264,6 @@ impl Engine {
         }
     }
 
-    pub fn options(&self) -> &EngineOptions {
-        &self.options
-    }
-
     /// The deadline set, for the host to run its watcher (`Deadlines::watch`).
     pub fn deadlines(&self) -> &Deadlines<Alarm> {
         &self.deadlines
@@ -971,7 +967,8 @@ impl Engine {
         }
         if result.success {
             // Kept before the dedup note is added: the note belongs to this call, not to the query's answer.
-            let kept = (current || slot.dedup.is_some()).then(|| Kept::of(&result));
+            let reuse = slot.dedup.is_some() && mode == Mode::Reuse;
+            let kept = (current || reuse).then(|| Kept::of(&result));
             if let (true, Some((key, _)), Some(rule), Some(kept)) = (current, &fills, tool.as_ref().and_then(|t| t.cache.as_ref()), &kept) {
                 self.store.put(key.clone(), kept.as_str().into(), rule.ttl, now);
             }

@@ -244,8 +244,4 @@ impl Registry {
         });
         Value::Array(defs.collect())
     }
-
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.order.iter().map(String::as_str)
-    }
 }

@@ -159,11 +159,6 @@ impl ToolResult {
             metadata: Metadata::default(),
         }
     }
-
-    /// The outcome word traces and stage marks use: `success` or the error kind.
-    pub fn outcome(&self) -> &'static str {
-        self.error_kind.map_or("success", ErrorKind::as_str)
-    }
 }
 
 /// The text a model reads for a failed call; `forLlm` in JS builds the same string.

@@ -94,7 +94,8 @@ impl MemoryStore {
         key.len() + value.len()
     }
 
-    pub fn cached_bytes(&self) -> usize {
+    #[cfg(test)]
+    fn cached_bytes(&self) -> usize {
         self.bytes
     }
 }
