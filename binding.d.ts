@@ -22,8 +22,21 @@ export declare class Engine {
    */
   begin(callsJson: string, policyJson: string, turnJson: string, cancelled?: string | undefined | null): string
   complete(run: number, kind: string, payload: string): string
+  /**
+   * A settlement that crosses as bytes: binary data, or large text or JSON as UTF-8 (cheaper than a string).
+   * A large one is shaped on another thread; its step comes from a later `expire`.
+   */
+  completeBytes(run: number, kind: string, data: Buffer): string
+  /** A JSON value with secrets redacted and its size capped, as a trace may show arguments. */
+  snapshot(json: string): string
+  readArtifact(path: string, offset: number, limit?: number | undefined | null): string
+  searchArtifact(path: string, pattern: string): string
+  sweepArtifacts(): number
+  removeArtifacts(): void
   /** Cancels every open turn in one step (closing the executor). */
   cancelAll(reason: string, unstarted: Array<number>): string
+  /** The tool's `rollbackWhen` function judged what `run` returned useless; call before completing it. */
+  judged(run: number, reason: string): void
   /** The handler of `run` reported progress; false when the run is already over. */
   progress(run: number): boolean
   /** A handler that timed out or was cancelled settled anyway. */
@@ -33,6 +46,7 @@ export declare class Engine {
   /** Forgets cached results of `tool`, or only those for the arguments in `args_json`; returns how many. */
   invalidate(tool: string, argsJson?: string | undefined | null): number
   clearCache(): void
+  /** Takes in what was shaped on other threads, then everything whose deadline has passed. */
   expire(): string
   /** `unstarted`: runs handed out whose handlers JS had not started when the turn's signal fired. */
   cancel(turn: number, reason: string, unstarted: Array<number>): string

@@ -117,8 +117,11 @@ export interface ToolSpec<Args = any, Ctx = ExecutionContext> {
   dedup?: DedupPolicy | { policy?: DedupPolicy; keys?: string[] }
   /** A token bucket for this tool. */
   rateLimit?: RateLimitSpec
-  /** Longest output, in characters, the model reads (default: the executor's `maxOutputChars`). */
+  /** Longest output, in characters, the model reads (default: the executor's `maxOutputChars`); a longer one
+   * is saved whole to an artifact and the model gets a preview. */
   maxOutputChars?: number
+  /** It reads the outside world (web pages, email, uploads): its output is fenced as data, not instructions. */
+  untrusted?: boolean
   /** Refused unless the execution context lists the tool in `approvedTools`. */
   needsApproval?: boolean
   /** Replace a tool already registered under this name instead of throwing. */
@@ -132,10 +135,17 @@ export interface ExecutorOptions {
   maxTimeoutMs?: number
   /** How many read-only calls of one turn run at once. Default 8. */
   concurrency?: number
-  /** Longest successful output, in characters, a model reads. Default 30 000. */
+  /** Longest successful output, in characters, a model reads; a longer one is saved whole to an artifact and the
+   * model gets its length, the path and a preview. Default 30 000. */
   maxOutputChars?: number
   /** Longest error text, in characters; longer ones keep head and tail. Default 10 000. */
   maxErrorChars?: number
+  /** How much of a saved output the model sees. Default 2 000. */
+  previewChars?: number
+  /** Secret redaction in everything a call hands on (on by default, with the built-in rules); `false`: off. */
+  redact?: RedactOptions | false
+  /** Where outputs too long to show are saved, and for how long. */
+  artifacts?: ArtifactOptions
   /** The retry policy of tools that declare none (default: 2 retries, ×2 from 1 s, capped at 60 s); `false`: none. */
   retry?: RetryPolicy | false
   /** The result cache of idempotent tools: least recently used out first. */
@@ -148,6 +158,31 @@ export interface ExecutorOptions {
   onProgress?: (event: ProgressEvent) => void
   /** Trace events, in batches (today: late settlements). */
   onTrace?: (events: TraceEvent[]) => void
+}
+
+export interface RedactOptions {
+  /** The built-in rules (cloud and API keys, tokens, JWTs, private keys, `password=` assignments). Default true. */
+  builtin?: boolean
+  /** More rules: regular expressions (linear-time engine: no pattern can backtrack catastrophically). */
+  patterns?: (string | { name?: string; pattern: string })[]
+  /** Exact strings to redact wherever they appear (rule `literal`). */
+  literals?: string[]
+  /** Names of environment variables whose values are redacted wherever they appear (rule `env:NAME`; values
+   * shorter than 6 characters are ignored). */
+  env?: string[]
+  /** Email addresses (rule `email`). Default false. */
+  emails?: boolean
+  /** Phone numbers (rule `phone`). Default false. */
+  phones?: boolean
+}
+
+export interface ArtifactOptions {
+  /** The folder (default: a fresh one under the system's temporary folder, removed by `close()`). */
+  dir?: string
+  /** The folder's size cap: the oldest artifacts go first. Default 256 MiB. */
+  maxBytes?: number
+  /** How long an artifact is kept. Default 24 h. */
+  ttlMs?: number
 }
 
 export interface ProgressEvent {
@@ -168,6 +203,8 @@ export interface LateSettlementEvent {
   outcome: 'resolved' | 'rejected'
   /** How long after the call was answered the handler settled. */
   afterMs: number
+  /** The call's arguments, secrets redacted and size capped. */
+  args: unknown
 }
 export type TraceEvent = LateSettlementEvent
 
@@ -289,6 +326,14 @@ export interface ToolResultMetadata {
   stack?: string
   /** Length in characters before truncation, when `truncated`. */
   originalChars?: number
+  /** Where the whole output (or a binary result) was saved. */
+  artifactPath?: string
+  /** How many secrets each redaction rule removed, e.g. `{ 'github-token': 1 }`. */
+  redactions?: Record<string, number>
+  /** A binary result's size and sniffed type (its data is in the artifact). */
+  binary?: { bytes: number; mediaType: string }
+  /** Images the handler returned (`{ type: 'image', data, mediaType }`), for the formats that take them. */
+  images?: ToolImage[]
   /** Every failed attempt before the last, when the call was retried. */
   attemptErrors?: { attempt: number; errorKind: ErrorKind; error: string; retryInMs: number }[]
   /** The result of an identical call that ran at the same time, shared (single flight). */
@@ -303,6 +348,12 @@ export interface ToolResultMetadata {
   startedAt: number
   /** How long the call waited for the scheduler before its handler started, in ms. */
   queuedMs?: number
+}
+
+export interface ToolImage {
+  mediaType: string
+  /** Base64. */
+  data: string
 }
 
 export interface ToolResult {
@@ -378,6 +429,9 @@ export declare class ToolExecutor<Ctx extends ExecutionContext = ExecutionContex
   constructor(options?: ExecutorOptions)
   /** Throws a TypeError on a bad name, a schema that does not compile, a duplicate name (unless `replace`), or an unknown field. */
   register<Args = any>(spec: ToolSpec<Args, Ctx>): this
+  /** Registers `read_artifact(path, offset?, limit?)` and `search_artifact(path, pattern)`, with which a model
+   * pages through outputs saved to artifacts. They read only this executor's artifacts. */
+  registerArtifactTools(): this
   /** Removes a tool; false when there was none by that name. */
   unregister(name: string): boolean
   list(options?: DefinitionsOptions): RegisteredTool[]
@@ -401,7 +455,7 @@ export declare class ToolExecutor<Ctx extends ExecutionContext = ExecutionContex
   clearCache(): void
   /**
    * Cancels every open turn and waits at most `timeoutMs` (default 5000) for handlers still running; resolves to
-   * those still running then. `execute` rejects afterwards.
+   * those still running then. Removes the artifacts. `execute` rejects afterwards.
    */
   close(options?: { timeoutMs?: number }): Promise<{ stillRunning: PendingHandler[] }>
   /**
@@ -417,7 +471,8 @@ export type ResultFormat = 'anthropic' | 'openai-responses' | 'openai-chat' | 'a
 export interface AnthropicToolResultBlock {
   type: 'tool_result'
   tool_use_id: string
-  content: string
+  /** Text, or text and then images when the result carries images. */
+  content: string | ({ type: 'text'; text: string } | { type: 'image'; source: { type: 'base64'; media_type: string; data: string } })[]
   is_error?: true
 }
 export interface AnthropicUserMessage {
@@ -427,7 +482,7 @@ export interface AnthropicUserMessage {
 export interface OpenAIFunctionCallOutput {
   type: 'function_call_output'
   call_id: string
-  output: string
+  output: string | ({ type: 'input_text'; text: string } | { type: 'input_image'; image_url: string })[]
 }
 export interface OpenAIChatToolMessage {
   role: 'tool'
@@ -438,7 +493,9 @@ export interface AISDKToolResultPart {
   type: 'tool-result'
   toolCallId: string
   toolName: string
-  output: { type: 'text' | 'error-text'; value: string }
+  output:
+    | { type: 'text' | 'error-text'; value: string }
+    | { type: 'content'; value: ({ type: 'text'; text: string } | { type: 'media'; data: string; mediaType: string })[] }
 }
 export interface AISDKToolMessage {
   role: 'tool'

@@ -13,16 +13,27 @@ const ERROR_KINDS = Object.freeze([
 ])
 const DEFINITION_FORMATS = ['openai-responses', 'openai-chat', 'anthropic', 'ai-sdk']
 const RESULT_FORMATS = ['anthropic', 'openai-responses', 'openai-chat', 'ai-sdk']
-const ENGINE_OPTIONS = ['defaultTimeoutMs', 'maxTimeoutMs', 'concurrency', 'maxOutputChars', 'maxErrorChars', 'retry', 'cache', 'dedup', 'rateLimit']
+const ENGINE_OPTIONS = [
+  'defaultTimeoutMs', 'maxTimeoutMs', 'concurrency', 'maxOutputChars', 'maxErrorChars', 'previewChars', 'retry', 'cache',
+  'dedup', 'rateLimit', 'redact', 'artifacts', 'repair', 'maxConsecutiveRollbacks',
+]
 /** Executor options the JS layer keeps for itself. */
 const LISTENER_OPTIONS = ['onProgress', 'onTrace']
 const SPEC_FIELDS = [
   'name', 'description', 'parameters', 'readOnly', 'idempotent', 'timeoutMs', 'idleTimeoutMs', 'maxOutputChars',
-  'needsApproval', 'replace', 'retry', 'maxConcurrency', 'cache', 'dedup', 'rateLimit',
+  'needsApproval', 'replace', 'retry', 'maxConcurrency', 'cache', 'dedup', 'rateLimit', 'untrusted', 'aliases',
+  'rollbackWhen',
 ]
 const TURN_OPTIONS = ['deadlineMs', 'stopOnError']
 /** How long `close()` waits for handlers still running after their calls ended, unless told otherwise. */
 const CLOSE_TIMEOUT_MS = 5_000
+/** Strings at least this long cross as UTF-8 bytes: cheaper than napi's string conversion, and the engine shapes
+ * them off the JS thread. */
+const LARGE_CHARS = 256 * 1024
+/** How often artifacts past their TTL are looked for. */
+const SWEEP_MS = 60_000
+/** The most characters `read_artifact` returns per call (the engine's cap), and room for its header. */
+const ARTIFACT_PAGE_CHARS = 20_000
 
 /** Throw it (or set `retryable: true` on any error) to ask for another attempt under the tool's retry policy. */
 class RetryableError extends Error {
@@ -48,6 +59,8 @@ function wake(engineId) {
 class ToolExecutor {
   #engine
   #handlers = new Map()
+  /** `rollbackWhen` functions, by tool name: they judge a handler's value in JS, the engine counts the flags. */
+  #judges = new Map()
   #turns = new Map()
   #runs = new Map()
   /** Handlers whose calls timed out or were cancelled but which have not settled yet, by run. */
@@ -67,8 +80,9 @@ class ToolExecutor {
     if (options === null || typeof options !== 'object') throw new TypeError('new ToolExecutor(options): options must be an object')
     const engineOptions = pick(options, [...ENGINE_OPTIONS, ...LISTENER_OPTIONS], 'ToolExecutor options')
     this.#listeners = takeListeners(engineOptions, 'ToolExecutor options')
-    const json = JSON.stringify(noRetryAsPolicy(engineOptions))
+    const json = JSON.stringify(offAsOptions(engineOptions))
     this.#engine = programmerError(() => new Engine(json, wake))
+    sweepArtifactsWhileAlive(this.#engine)
   }
 
   /** Registers a tool. Throws at once when the spec cannot work (bad name, schema that does not compile, duplicate). */
@@ -78,14 +92,60 @@ class ToolExecutor {
       throw new TypeError(`register(spec): tool "${spec.name}" needs a handler function (args, ctx) => result`)
     }
     const { handler, ...rest } = spec
-    const json = JSON.stringify(noRetryAsPolicy(pick(rest, SPEC_FIELDS, `tool "${spec.name}"`)))
+    const judge = typeof rest.rollbackWhen === 'function' ? rest.rollbackWhen : undefined
+    if (judge) rest.rollbackWhen = { host: true }
+    const json = JSON.stringify(offAsOptions(pick(rest, SPEC_FIELDS, `tool "${spec.name}"`)))
     programmerError(() => this.#engine.register(json))
     this.#handlers.set(spec.name, handler)
+    if (judge) this.#judges.set(spec.name, judge)
+    else this.#judges.delete(spec.name)
+    return this
+  }
+
+  /**
+   * Registers `read_artifact` and `search_artifact`, with which a model pages through an output that was too long
+   * to show and was saved to an artifact. They read only this executor's artifacts.
+   */
+  registerArtifactTools() {
+    const engine = this.#engine
+    const path = { type: 'string', description: 'The artifact path given in the truncated result.' }
+    this.register({
+      name: 'read_artifact',
+      description: 'Read part of a tool output that was too long to show in full and was saved to an artifact file. ' +
+        'Offset and limit count characters; the answer says where to read on.',
+      parameters: {
+        type: 'object',
+        properties: {
+          path,
+          offset: { type: 'integer', minimum: 0, description: 'The first character to read (0 = the start).' },
+          limit: { type: 'integer', minimum: 1, maximum: ARTIFACT_PAGE_CHARS, description: 'How many characters to read (default 10000).' },
+        },
+        required: ['path'],
+        additionalProperties: false,
+      },
+      readOnly: true,
+      maxOutputChars: ARTIFACT_PAGE_CHARS + 1_000,
+      handler: ({ path, offset = 0, limit }) => engine.readArtifact(path, offset, limit),
+    })
+    this.register({
+      name: 'search_artifact',
+      description: 'Find where a pattern (a regular expression, or plain text) occurs in a saved tool output: ' +
+        'line, character offset and the text around each match, for reading on with read_artifact.',
+      parameters: {
+        type: 'object',
+        properties: { path, pattern: { type: 'string', minLength: 1, description: 'A regular expression or plain text.' } },
+        required: ['path', 'pattern'],
+        additionalProperties: false,
+      },
+      readOnly: true,
+      handler: ({ path, pattern }) => engine.searchArtifact(path, pattern),
+    })
     return this
   }
 
   unregister(name) {
     this.#handlers.delete(name)
+    this.#judges.delete(name)
     return this.#engine.unregister(String(name))
   }
 
@@ -161,6 +221,7 @@ class ToolExecutor {
       })
       this.#onAbandonedSettled = null
     }
+    this.#engine.removeArtifacts()
     return { stillRunning: this.pendingHandlers() }
   }
 
@@ -225,8 +286,9 @@ class ToolExecutor {
     // A handler earlier in this step may have aborted the turn: the engine answered this run as not started.
     if (!this.#notStarted.delete(run)) return
     const turn = this.#turns.get(turnId)
-    const call = new RunningCall(turn, callId, name, attempt)
+    const call = new RunningCall(turn, callId, name, attempt, args)
     this.#runs.set(run, call)
+    call.judge = this.#judges.get(name)
     const handler = this.#handlers.get(name)
     const ctx = handlerContext(call, attempt, (info) => this.#progress(run, call, info))
     let returned
@@ -244,18 +306,27 @@ class ToolExecutor {
   }
 
   #settle(run, value, describe) {
+    const call = this.#runs.get(run)
     if (!this.#runs.delete(run)) {
       this.#lateSettlement(run, describe === describeReturn ? 'resolved' : 'rejected')
       return
     }
-    let outcome
+    if (call.judge && describe === describeReturn) {
+      const reason = judgeValue(call, value)
+      if (reason) this.#engine.judged(run, reason)
+    }
+    let kind, payload
     try {
-      outcome = describe(value)
+      [kind, payload] = describe(value)
     } catch (err) {
       // A getter or toJSON that throws while being read: the call fails, the turn goes on.
-      outcome = ['unrepresentable', `reading it threw (${err?.message ?? String(err)})`]
+      [kind, payload] = ['unrepresentable', `reading it threw (${err?.message ?? String(err)})`]
     }
-    this.#apply(this.#engine.complete(run, outcome[0], outcome[1]))
+    if (typeof payload === 'string' && payload.length < LARGE_CHARS) {
+      this.#apply(this.#engine.complete(run, kind, payload))
+    } else {
+      this.#apply(this.#engine.completeBytes(run, kind, typeof payload === 'string' ? Buffer.from(payload) : payload))
+    }
   }
 
   #abort([run, kind]) {
@@ -277,9 +348,18 @@ class ToolExecutor {
     this.#engine.noteLateSettlement(call.toolName)
     this.#emitTrace({
       type: 'late_settlement', callId: call.callId, toolName: call.toolName, attempt: call.attempt, endedBy: call.endedBy,
-      outcome, afterMs: Date.now() - call.endedAt,
+      outcome, afterMs: Date.now() - call.endedAt, args: this.#snapshot(call.args),
     })
     if (this.#abandoned.size === 0) this.#onAbandonedSettled?.()
+  }
+
+  /** Arguments as a trace shows them: secrets redacted, size capped (a handler may have changed them). */
+  #snapshot(args) {
+    try {
+      return JSON.parse(this.#engine.snapshot(JSON.stringify(args, bigintToString) ?? 'null'))
+    } catch {
+      return '(arguments that cannot be shown as JSON)'
+    }
   }
 
   #progress(run, call, info) {
@@ -309,11 +389,12 @@ class ToolExecutor {
 /** A handler in flight. Its AbortController is made only when the handler reads `ctx.signal`: most never do,
  * and making one costs more than the rest of a trivial call's bookkeeping in JS. */
 class RunningCall {
-  constructor(turn, callId, toolName, attempt) {
+  constructor(turn, callId, toolName, attempt, args) {
     this.turn = turn
     this.callId = callId
     this.toolName = toolName
     this.attempt = attempt
+    this.args = args
     this.startedAt = Date.now()
     this.controller = undefined
     this.abortReason = undefined
@@ -349,10 +430,30 @@ const TIMEOUT_MESSAGES = {
   cancelled: 'The tool call was cancelled',
 }
 
-/** `retry: false` means no retries; the engine reads it as `{ maxRetries: 0 }`. Only the option itself: a schema
- * property named `retry` is left alone. */
-function noRetryAsPolicy(options) {
-  return options.retry === false ? { ...options, retry: { maxRetries: 0 } } : options
+/** What `false` means for the options that can be turned off, in the form the engine reads. */
+const OFF = {
+  retry: { maxRetries: 0 },
+  redact: { builtin: false },
+  repair: { json: false, keys: false, types: false, toolNames: false, note: false },
+}
+
+/** `retry: false`, `redact: false`, `repair: false` → their "off" forms. Only the options themselves: a schema property named
+ * `retry` is left alone. */
+function offAsOptions(options) {
+  let out = options
+  for (const [key, off] of Object.entries(OFF)) if (options[key] === false) out = { ...out, [key]: off }
+  return out
+}
+
+/** Sweeps the engine's artifacts past their TTL now and then, without keeping the process or the engine alive. */
+function sweepArtifactsWhileAlive(engine) {
+  const ref = new WeakRef(engine)
+  const timer = setInterval(() => {
+    const alive = ref.deref()
+    if (alive === undefined) clearInterval(timer)
+    else alive.sweepArtifacts()
+  }, SWEEP_MS)
+  timer.unref()
 }
 
 /** Moves the listener options out of `options`, checking they are functions. */
@@ -365,6 +466,19 @@ function takeListeners(options, what) {
     delete options[key]
   }
   return listeners
+}
+
+/** A `rollbackWhen` function's verdict on a returned value: the reason to roll back, or undefined. It must not
+ * sink the call: one that throws counts as no verdict, with a process warning. */
+function judgeValue(call, value) {
+  try {
+    const verdict = call.judge(value, { callId: call.callId, toolName: call.toolName, context: call.turn.context })
+    if (typeof verdict === 'string' && verdict !== '') return verdict
+    return verdict === true ? 'the tool\'s rollbackWhen function flagged the result' : undefined
+  } catch (err) {
+    process.emitWarning(`toolgate: the rollbackWhen function of "${call.toolName}" threw: ${err?.message ?? String(err)}`)
+    return undefined
+  }
 }
 
 /** A listener's exception must not reach the handler or the turn: it becomes a process warning. */
@@ -448,7 +562,8 @@ function describeReturn(value) {
     case 'symbol': return ['unrepresentable', `a symbol (${value.description ?? ''})`]
     case 'number': if (!Number.isFinite(value)) return ['text', String(value)]
   }
-  if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return ['text', `(binary data: ${value.byteLength} bytes, not shown)`]
+  if (ArrayBuffer.isView(value)) return ['binary', Buffer.from(value.buffer, value.byteOffset, value.byteLength)]
+  if (value instanceof ArrayBuffer) return ['binary', Buffer.from(value)]
   let json
   try {
     json = JSON.stringify(value)
@@ -527,17 +642,34 @@ function forLlm(result) {
   return `Error (${result.errorKind ?? 'handler_error'}): ${result.error ?? result.output}`
 }
 
-/** Results → the message(s) a provider expects next in the conversation. */
+/** A result's content for a format that takes images: its text alone, or its text and then its images as parts. */
+function withImages(result, textPart, imagePart) {
+  const images = result.metadata?.images
+  if (!images?.length) return forLlm(result)
+  return [textPart(forLlm(result)), ...images.map(imagePart)]
+}
+
+/** Results → the message(s) a provider expects next in the conversation (Chat Completions tool messages take no
+ * images: there the text's "[image n: …]" lines stand for them). */
 function formatResults(results, format) {
   if (!Array.isArray(results)) throw new TypeError('formatResults(results, format): results must be an array of ToolResult')
   switch (format) {
     case 'anthropic':
       return {
         role: 'user',
-        content: results.map((r) => ({ type: 'tool_result', tool_use_id: r.callId, content: forLlm(r), ...(r.success ? {} : { is_error: true }) })),
+        content: results.map((r) => ({
+          type: 'tool_result',
+          tool_use_id: r.callId,
+          content: withImages(r, (text) => ({ type: 'text', text }), (i) => ({ type: 'image', source: { type: 'base64', media_type: i.mediaType, data: i.data } })),
+          ...(r.success ? {} : { is_error: true }),
+        })),
       }
     case 'openai-responses':
-      return results.map((r) => ({ type: 'function_call_output', call_id: r.callId, output: forLlm(r) }))
+      return results.map((r) => ({
+        type: 'function_call_output',
+        call_id: r.callId,
+        output: withImages(r, (text) => ({ type: 'input_text', text }), (i) => ({ type: 'input_image', image_url: `data:${i.mediaType};base64,${i.data}` })),
+      }))
     case 'openai-chat':
       return results.map((r) => ({ role: 'tool', tool_call_id: r.callId, content: forLlm(r) }))
     case 'ai-sdk':
@@ -547,7 +679,9 @@ function formatResults(results, format) {
           type: 'tool-result',
           toolCallId: r.callId,
           toolName: r.name,
-          output: { type: r.success ? 'text' : 'error-text', value: forLlm(r) },
+          output: r.metadata?.images?.length
+            ? { type: 'content', value: withImages(r, (text) => ({ type: 'text', text }), (i) => ({ type: 'media', data: i.data, mediaType: i.mediaType })) }
+            : { type: r.success ? 'text' : 'error-text', value: forLlm(r) },
         })),
       }
     default:

@@ -150,7 +150,7 @@ describe('a signal aborted before execute', () => {
       { id: '2', name: 'read', input: { q: 'b' } },
       { id: '3', name: 'write', input: { q: 'c' } },
       { id: '4', name: 'missing' },
-      { id: '5', name: 'read', input: { q: 5 } },
+      { id: '5', name: 'read', input: { q: [5] } },
     ], { signal: controller.signal })
     assert.deepEqual(calls, { read: 0, write: 0 })
     for (const r of results.slice(0, 3)) {

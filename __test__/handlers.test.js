@@ -123,9 +123,10 @@ describe('handler return values', () => {
   })
 
   it('describes binary data instead of dumping it', async () => {
-    assertSuccess(await runOne(() => Buffer.from('abc')), '(binary data: 3 bytes, not shown)')
-    assertSuccess(await runOne(() => new Uint8Array(10)), '(binary data: 10 bytes, not shown)')
-    assertSuccess(await runOne(() => new ArrayBuffer(4)), '(binary data: 4 bytes, not shown)')
+    for (const [value, what] of [[Buffer.from('abc'), '3 bytes, text/plain'], [new Uint8Array(10), '10 bytes, application/octet-stream'], [new ArrayBuffer(4), '4 bytes, application/octet-stream']]) {
+      const r = await runOne(() => value)
+      assertSuccess(r, `(binary data: ${what}; not shown as text, saved to ${r.metadata.artifactPath})`)
+    }
   })
 
   it('fails a circular object as handler_error without crashing', async () => {
@@ -155,13 +156,13 @@ describe('handler return values', () => {
     assertSuccess(r)
     assert.equal(r.truncated, true)
     assert.equal(r.metadata.originalChars, 1000)
-    assert.equal(r.output,
-      `${text.slice(0, 100)}\n… [output truncated: showing the first 100 of 1000 characters; ask for a narrower result to see the rest]`)
-    assert.equal(marks(r).at(-1), 'shape:truncated')
+    assert.equal(r.output, `[Output too long for the context: 1000 characters. The whole output is saved in ${r.metadata.artifactPath}; ` +
+      `read parts of that file with a file tool, or ask for a narrower result. The first 100 characters follow.]\n${text.slice(0, 100)}\n… [900 more characters in the file]`)
+    assert.equal(marks(r).at(-1), 'shape:spilled')
     // The executor's limit applies to a tool without its own.
     const d = await runOne(() => 'x'.repeat(60), {}, { maxOutputChars: 50 })
     assert.equal(d.truncated, true)
-    assert.ok(d.output.includes('showing the first 50 of 60 characters'))
+    assert.ok(d.output.includes('context: 60 characters'))
     // At the limit, nothing is cut.
     const exact = await runOne(() => 'x'.repeat(50), {}, { maxOutputChars: 50 })
     assertSuccess(exact, 'x'.repeat(50))
@@ -173,7 +174,7 @@ describe('handler return values', () => {
     const r = await runOne(() => '😀'.repeat(10), { maxOutputChars: 5 })
     assert.equal(r.truncated, true)
     assert.equal(r.metadata.originalChars, 10, 'ten emoji, although their JS length is 20')
-    assert.ok(r.output.startsWith('😀'.repeat(5) + '\n… [output truncated: showing the first 5 of 10 characters'), r.output)
+    assert.equal(r.output.split('\n')[1], '😀'.repeat(5), r.output)
     const e = await runOne(() => {
       throw new Error('é'.repeat(300))
     }, {}, { maxErrorChars: 40 })
@@ -182,12 +183,15 @@ describe('handler return values', () => {
     assert.ok(!e.error.includes('\uFFFD'), 'no character cut in half')
   })
 
-  it('truncates a structured output but keeps the whole structure in metadata', async () => {
+  it('cuts a structured output into JSON that still parses, and saves the whole structure', async () => {
     const list = Array.from({ length: 50 }, (_, i) => `item-${i}`)
-    const r = await runOne(() => list, { maxOutputChars: 20 })
+    const r = await runOne(() => list, { maxOutputChars: 100 })
     assert.equal(r.truncated, true)
-    assert.ok(r.output.startsWith(JSON.stringify(list).slice(0, 20) + '\n… [output truncated'))
-    assert.deepEqual(r.metadata.structured, list)
+    const cut = JSON.parse(r.output.slice(r.output.indexOf('\n') + 1))
+    assert.deepEqual(cut, r.metadata.structured)
+    assert.equal(cut.at(-1), `… ${50 - cut.length + 1} more items`)
+    assert.deepEqual(cut.slice(0, -1), list.slice(0, cut.length - 1))
+    assert.deepEqual(JSON.parse(require('node:fs').readFileSync(r.metadata.artifactPath, 'utf8')), list)
   })
 })
 

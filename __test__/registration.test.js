@@ -44,8 +44,8 @@ describe('register', () => {
     gate.register({ name: 'local', handler: ok, parameters: {
       type: 'object', $defs: { path: { type: 'string' } }, properties: { from: { $ref: '#/$defs/path' } },
     } })
-    const [r] = await gate.execute([{ name: 'local', input: { from: 1 } }])
-    assertFailure(r, 'invalid_arguments', '- /from: must be a string, got an integer')
+    const [r] = await gate.execute([{ name: 'local', input: { from: [1] } }])
+    assertFailure(r, 'invalid_arguments', '- /from: must be a string, got an array')
     assert.throws(() => gate.register({ name: 'dangling', handler: ok, parameters: { type: 'object', properties: { a: { $ref: '#/$defs/nope' } } } }),
       { name: 'TypeError', message: /^tool "dangling": parameters is not a valid JSON Schema: .*\/\$defs\/nope/ })
     // No network at registration: a remote $ref is refused, not fetched.

@@ -67,7 +67,8 @@ describe('lookup', () => {
 })
 
 describe('parse', () => {
-  const tool = () => gateWith([{ name: 'search', parameters: { type: 'object', properties: { q: { type: 'string' } } } }])
+  // Repair off: these tests are about what the parser says (repair.test.js covers what is mended).
+  const tool = () => gateWith([{ name: 'search', parameters: { type: 'object', properties: { q: { type: 'string' } } } }], { repair: false })
 
   it('refuses malformed JSON with the parser message and its line and column', async () => {
     const { gate, calls } = tool()

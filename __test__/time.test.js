@@ -271,7 +271,7 @@ describe('retries', () => {
     const results = await gate.execute([
       ...cases.map((_c, i) => ({ name: `p${i}` })),
       { name: 'missing' },
-      { name: 'strict', input: { id: 7 } },
+      { name: 'strict', input: { id: [7] } },
       { name: 'guarded' },
       { name: 'secret' },
     ], { context: { deniedTools: ['secret'] } })
@@ -598,7 +598,7 @@ describe('stopOnError', () => {
   it('is stopped by a state-changing call refused before it ran, and by one that timed out', async () => {
     const { gate, calls } = tools()
     gate.register({ name: 'hang', timeoutMs: 50, handler: never })
-    const refused = await gate.execute([{ id: 'w2', name: 'write', input: { id: 1 } }, { name: 'ok' }], { stopOnError: true })
+    const refused = await gate.execute([{ id: 'w2', name: 'write', input: { id: [1] } }, { name: 'ok' }], { stopOnError: true })
     assert.deepEqual(refused.map((r) => r.errorKind), ['invalid_arguments', 'not_executed'])
     assert.ok(refused[1].error.includes('call w2 ("write") before it failed'), refused[1].error)
     const timedOut = await gate.execute([{ id: 'h', name: 'hang' }, { name: 'ok' }], { stopOnError: true })
@@ -623,7 +623,7 @@ describe('stopOnError', () => {
   it('cascades nothing by default, nor with stopOnError: false', async () => {
     for (const options of [undefined, { stopOnError: false }]) {
       const { gate, calls } = tools()
-      const results = await gate.execute([{ name: 'write', input: { id: 'x' } }, { name: 'ok' }, { name: 'write', input: { id: 1 } }, { name: 'ok' }], options)
+      const results = await gate.execute([{ name: 'write', input: { id: 'x' } }, { name: 'ok' }, { name: 'write', input: { id: [1] } }, { name: 'ok' }], options)
       assert.deepEqual(results.map((r) => r.errorKind ?? 'ok'), ['handler_error', 'ok', 'invalid_arguments', 'ok'])
       assert.deepEqual(calls, { read: 0, write: 1, ok: 2 })
     }
@@ -704,7 +704,7 @@ describe('late settlement', () => {
     await turnOfLoop()
     assert.equal(traces.length, 1)
     const { afterMs, ...event } = traces[0]
-    assert.deepEqual(event, { type: 'late_settlement', callId: 's1', toolName: 'stubborn', attempt: 1, endedBy: 'timeout', outcome: 'resolved' })
+    assert.deepEqual(event, { type: 'late_settlement', callId: 's1', toolName: 'stubborn', attempt: 1, endedBy: 'timeout', outcome: 'resolved', args: {} })
     assert.equal(typeof afterMs, 'number')
     assert.ok(afterMs >= 0)
     assert.deepEqual(gate.pendingHandlers(), [])
@@ -733,7 +733,7 @@ describe('late settlement', () => {
     release.reject(new Error('rolled back'))
     await turnOfLoop()
     assert.deepEqual(traces.map(({ afterMs: _, ...e }) => e), [
-      { type: 'late_settlement', callId: 'd1', toolName: 'deploy', attempt: 1, endedBy: 'cancelled', outcome: 'rejected' },
+      { type: 'late_settlement', callId: 'd1', toolName: 'deploy', attempt: 1, endedBy: 'cancelled', outcome: 'rejected', args: {} },
     ])
     assert.deepEqual(gate.pendingHandlers(), [])
     assert.equal(gate.stats().tools.deploy.lateSettlements, 1)

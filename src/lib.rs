@@ -5,17 +5,21 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use napi::bindgen_prelude::{Function, Result};
+use napi::bindgen_prelude::{BufferSlice, Function, Result};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Error, Status};
 use napi_derive::napi;
-use toolgate_core::{DefinitionFormat, EngineOptions, Outcome, Policy, Step, ToolSpec, TurnOptions};
+use toolgate_core::{DefinitionFormat, EngineOptions, Outcome, Policy, Shaped, Step, ToolSpec, TurnOptions};
 
 /// Called with the engine's id when one of its deadlines has passed. Weak: it never keeps Node alive by itself;
-/// the engine holds a reference only while deadlines are armed (see `keep_alive`).
+/// the engine holds a reference only while deadlines are armed or settlements are shaped elsewhere (`keep_alive`).
 type Wake = ThreadsafeFunction<u32, (), u32, Status, false, true>;
 
 static NEXT_ENGINE_ID: AtomicU32 = AtomicU32::new(1);
+
+/// Settlements at least this large are normalized and shaped on a blocking thread: redacting, cutting and
+/// saving megabytes must not hold the JS thread.
+const OFF_THREAD_BYTES: usize = 256 * 1024;
 
 #[napi]
 pub struct Engine {
@@ -24,6 +28,10 @@ pub struct Engine {
     /// Shared with the deadline watcher, which calls it from a tokio thread.
     wake: Arc<Mutex<Wake>>,
     watching: bool,
+    /// Settlements shaped on another thread, waiting for the next `expire` to take them in.
+    shaped: Arc<Mutex<Vec<Shaped>>>,
+    /// Settlements handed to another thread and not taken in yet: the process must stay up for them.
+    shaping: usize,
 }
 
 fn fail(message: String) -> Error {
@@ -41,10 +49,12 @@ impl Engine {
         let options = EngineOptions::from_json(&options_json).map_err(fail)?;
         let wake = wake.build_threadsafe_function().weak::<true>().callee_handled::<false>().build()?;
         Ok(Engine {
-            inner: toolgate_core::Engine::new(options),
+            inner: toolgate_core::Engine::new(options).map_err(fail)?,
             id: NEXT_ENGINE_ID.fetch_add(1, Ordering::Relaxed),
             wake: Arc::new(Mutex::new(wake)),
             watching: false,
+            shaped: Arc::new(Mutex::new(Vec::new())),
+            shaping: 0,
         })
     }
 
@@ -99,11 +109,66 @@ impl Engine {
         self.answer(&env, step)
     }
 
+    /// A settlement that crosses as bytes: binary data, or large text or JSON as UTF-8 (cheaper than a string).
+    /// A large one is shaped on another thread; its step comes from a later `expire`.
+    #[napi]
+    pub fn complete_bytes(&mut self, env: Env, run: u32, kind: String, data: BufferSlice) -> Result<String> {
+        let large = data.len() >= OFF_THREAD_BYTES;
+        let outcome = Outcome::from_bytes(&kind, data.to_vec()).map_err(fail)?;
+        if !large {
+            let step = self.inner.complete(run, outcome, Instant::now());
+            return self.answer(&env, step);
+        }
+        let Some(shaping) = self.inner.begin_shaping(run, outcome) else { return Ok(String::new()) };
+        self.shaping += 1;
+        let (shaped, wake, id) = (self.shaped.clone(), self.wake.clone(), self.id);
+        napi::bindgen_prelude::spawn_blocking(move || {
+            let done = shaping.run();
+            lock(&shaped).push(done);
+            lock(&wake).call(id, ThreadsafeFunctionCallMode::NonBlocking);
+        });
+        self.answer(&env, Step::default())
+    }
+
+    /// A JSON value with secrets redacted and its size capped, as a trace may show arguments.
+    #[napi]
+    pub fn snapshot(&self, json: String) -> Result<String> {
+        let mut value = serde_json::from_str(&json).map_err(|e| fail(format!("snapshot: not JSON: {e}")))?;
+        self.inner.snapshot(&mut value);
+        Ok(value.to_string())
+    }
+
+    #[napi]
+    pub fn read_artifact(&self, path: String, offset: u32, limit: Option<u32>) -> Result<String> {
+        self.inner.read_artifact(&path, offset as usize, limit.map(|l| l as usize)).map_err(fail)
+    }
+
+    #[napi]
+    pub fn search_artifact(&self, path: String, pattern: String) -> Result<String> {
+        self.inner.search_artifact(&path, &pattern).map_err(fail)
+    }
+
+    #[napi]
+    pub fn sweep_artifacts(&self) -> u32 {
+        self.inner.sweep_artifacts() as u32
+    }
+
+    #[napi]
+    pub fn remove_artifacts(&self) {
+        self.inner.remove_artifacts()
+    }
+
     /// Cancels every open turn in one step (closing the executor).
     #[napi]
     pub fn cancel_all(&mut self, env: Env, reason: String, unstarted: Vec<u32>) -> Result<String> {
         let step = self.inner.cancel_all(&reason, &unstarted, Instant::now());
         self.answer(&env, step)
+    }
+
+    /// The tool's `rollbackWhen` function judged what `run` returned useless; call before completing it.
+    #[napi]
+    pub fn judged(&mut self, run: u32, reason: String) {
+        self.inner.judged(run, reason);
     }
 
     /// The handler of `run` reported progress; false when the run is already over.
@@ -136,9 +201,17 @@ impl Engine {
         self.inner.clear_cache();
     }
 
+    /// Takes in what was shaped on other threads, then everything whose deadline has passed.
     #[napi]
     pub fn expire(&mut self, env: Env) -> Result<String> {
-        let step = self.inner.expire(Instant::now());
+        let now = Instant::now();
+        let shaped = std::mem::take(&mut *lock(&self.shaped));
+        self.shaping -= shaped.len();
+        let mut step = Step::default();
+        for done in shaped {
+            step.absorb(self.inner.shaped(done, now));
+        }
+        step.absorb(self.inner.expire(now));
         self.answer(&env, step)
     }
 
@@ -168,7 +241,7 @@ impl Engine {
     /// nothing in Node's event loop); once none is, the engine must not keep Node alive.
     #[allow(deprecated)] // ref/unref of a tsfn: exactly napi_ref_threadsafe_function, which is what is meant
     fn keep_alive(&mut self, env: &Env) -> Result<()> {
-        if self.inner.deadlines().is_empty() {
+        if self.inner.deadlines().is_empty() && self.shaping == 0 {
             return lock(&self.wake).unref(env);
         }
         if !self.watching {
@@ -183,6 +256,6 @@ impl Engine {
     }
 }
 
-fn lock(wake: &Mutex<Wake>) -> MutexGuard<'_, Wake> {
-    wake.lock().unwrap_or_else(|p| p.into_inner())
+fn lock<T>(shared: &Mutex<T>) -> MutexGuard<'_, T> {
+    shared.lock().unwrap_or_else(|p| p.into_inner())
 }

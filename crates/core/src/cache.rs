@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::result::ToolResult;
+use crate::judge::Rollback;
+use crate::redact::Redactions;
+use crate::result::{Image, ToolResult};
 
 /// Separates the parts of a key; never appears in a tool name and is escaped in JSON text.
 pub const SEP: char = '\u{1}';
@@ -24,6 +26,14 @@ pub struct Kept {
     pub truncated: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub original_chars: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redactions: Option<Redactions>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback: Option<Rollback>,
 }
 
 impl Kept {
@@ -35,6 +45,10 @@ impl Kept {
             exit_code: result.metadata.exit_code.clone(),
             truncated: result.truncated,
             original_chars: result.metadata.original_chars,
+            artifact_path: result.metadata.artifact_path.clone(),
+            redactions: result.metadata.redactions.clone(),
+            images: result.metadata.images.clone(),
+            rollback: result.rollback.clone(),
         };
         serde_json::to_string(&kept).expect("kept output serializes")
     }
@@ -48,6 +62,10 @@ impl Kept {
         result.metadata.stderr = kept.stderr;
         result.metadata.exit_code = kept.exit_code;
         result.metadata.original_chars = kept.original_chars;
+        result.metadata.artifact_path = kept.artifact_path;
+        result.metadata.redactions = kept.redactions;
+        result.metadata.images = kept.images;
+        result.rollback = kept.rollback;
         Some(result)
     }
 }

@@ -14,15 +14,18 @@ use serde_json::Value;
 use crate::cache::{self, Kept};
 use crate::calls::{read_calls, IncomingCall};
 use crate::dedup::{self, Mode};
-use crate::normalize::{normalize, Outcome};
+use crate::normalize::{self, normalize, Outcome};
 use crate::options::{EngineOptions, ToolSpec, TurnOptions};
 use crate::permission::Policy;
 use crate::ratelimit::{self, RateLimit};
 use crate::registry::{DefinitionFormat, Registry, Tool};
-use crate::result::{AttemptError, ErrorKind, StationMark, ToolResult};
+use crate::repair::{self, Repair};
+use crate::result::{failure_output, AttemptError, ErrorKind, StationMark, ToolResult};
 use crate::scheduler::Schedule;
+use crate::shape::Shaper;
 use crate::store::{Bucket, MemoryLimits, MemoryStore, Store, Take};
 use crate::timer::Deadlines;
+use crate::judge::{self, Rollback};
 use crate::{invoke, lookup, parse, retry, shape, validate};
 
 /// A handler to start: `[run, turn, callId, toolName, args, attempt]` on the wire.
@@ -68,6 +71,14 @@ pub struct Step {
 impl Step {
     pub fn is_empty(&self) -> bool {
         self.turn.is_none() && self.start.is_empty() && self.abort.is_empty() && self.done.is_empty()
+    }
+
+    /// Adds what another step asks for (the host answers several engine calls at once).
+    pub fn absorb(&mut self, other: Step) {
+        self.turn = self.turn.or(other.turn);
+        self.start.extend(other.start);
+        self.abort.extend(other.abort);
+        self.done.extend(other.done);
     }
 
     /// The wire form: empty string when there is nothing to do, so the host can skip parsing.
@@ -118,6 +129,8 @@ struct Slot {
     ended_early: bool,
     /// The session and query key this call counted under, and how often the query ran before.
     dedup: Option<DedupMark>,
+    /// What the repair station changed in the call.
+    repairs: Vec<Repair>,
     result: Option<ToolResult>,
 }
 
@@ -164,6 +177,7 @@ struct Run {
     total_at: Instant,
     /// The idle deadline and the idle limit it was armed with.
     idle: Option<(Instant, u64)>,
+    verdict: Option<String>,
 }
 
 /// Per-tool counts of work retried, stopped, avoided or refused.
@@ -213,6 +227,9 @@ pub struct Engine {
     flight_waiters: HashMap<u32, Vec<(u32, usize)>>,
     next_flight: u32,
     rate_limit: Option<RateLimit>,
+    shaper: Arc<Shaper>,
+    /// Consecutive rollback flags per session (`sessionId`; "" without one).
+    rollbacks: lru::LruCache<String, u32>,
     /// Turns to advance before the current entry point returns (a worklist, so nothing recurses per call).
     dirty: BTreeSet<u32>,
     /// A tool place was freed: turns held back by `maxConcurrency` get another look.
@@ -230,7 +247,8 @@ fn millis(d: Duration) -> f64 {
 }
 
 impl Engine {
-    pub fn new(options: EngineOptions) -> Self {
+    /// Fails when a part of the options cannot be built (a redaction pattern that does not compile).
+    pub fn new(options: EngineOptions) -> Result<Self, String> {
         let limits = MemoryLimits {
             max_entries: options.cache.max_entries,
             max_bytes: options.cache.max_bytes,
@@ -241,9 +259,13 @@ impl Engine {
     }
 
     /// An engine whose cache, buckets and counters live in `store` (shared across processes, for instance).
-    pub fn with_store(options: EngineOptions, store: Box<dyn Store>) -> Self {
+    pub fn with_store(options: EngineOptions, store: Box<dyn Store>) -> Result<Self, String> {
         let rate_limit = options.rate_limit.as_ref().map(|v| RateLimit::parse(v).expect("checked with the options"));
-        Engine {
+        let shaper = Shaper::new(&options.redact, options.artifacts.clone(), options.preview_chars, options.max_error_chars)?;
+        let sessions = std::num::NonZeroUsize::new(options.dedup.max_sessions).expect("checked positive");
+        Ok(Engine {
+            rollbacks: lru::LruCache::new(sessions),
+            shaper: Arc::new(shaper),
             store,
             flights: HashMap::new(),
             flight_waiters: HashMap::new(),
@@ -261,7 +283,7 @@ impl Engine {
             counters: BTreeMap::new(),
             next_turn: 1,
             next_run: 1,
-        }
+        })
     }
 
     /// The deadline set, for the host to run its watcher (`Deadlines::watch`).
@@ -341,9 +363,11 @@ impl Engine {
             fields: policy.fields.clone(),
             done_reported: false,
         };
+        let note = self.options.repair.note;
         for slot in turn.slots.iter_mut() {
-            if let Some(result) = slot.result.as_mut() {
-                seal(result, &mut slot.marks, begun_epoch_ms, 0.0);
+            if let Some(mut result) = slot.result.take() {
+                seal(&mut result, slot, note, begun_epoch_ms, 0.0);
+                slot.result = Some(result);
             }
         }
         self.turns.insert(turn_id, turn);
@@ -379,6 +403,7 @@ impl Engine {
             joined: None,
             ended_early: false,
             dedup: None,
+            repairs: Vec::new(),
             result: None,
         };
         let refuse = |slot: &mut Slot, station: &'static str, name: &str, kind: ErrorKind, error: String| {
@@ -390,14 +415,24 @@ impl Engine {
             refuse(&mut slot, "lookup", &call.name, ErrorKind::InvalidArguments, error);
             return (slot, None);
         }
+        let repair = &self.options.repair;
         let tool = match lookup::lookup(&self.registry, policy, &call.name) {
-            Ok(tool) => tool,
-            Err(error) => {
-                refuse(&mut slot, "lookup", &call.name, ErrorKind::UnknownTool, error);
-                return (slot, None);
+            Ok(tool) => {
+                slot.marks.push(mark("lookup", "found"));
+                tool
             }
+            Err(error) => match repair.tool_names.then(|| lookup::correct(&self.registry, policy, &call.name)).flatten() {
+                Some(tool) => {
+                    slot.marks.push(mark("lookup", "corrected"));
+                    slot.repairs.push(Repair::named_tool(&call.name, &tool.spec.name));
+                    tool
+                }
+                None => {
+                    refuse(&mut slot, "lookup", &call.name, ErrorKind::UnknownTool, error);
+                    return (slot, None);
+                }
+            },
         };
-        slot.marks.push(mark("lookup", "found"));
         let name = tool.spec.name.clone();
         slot.tool = Some(tool.clone());
         // A tool this context may not use is refused before its arguments are read: validating them would
@@ -407,19 +442,36 @@ impl Engine {
             refuse(&mut slot, "permission", &name, kind, error);
             return (slot, None);
         }
-        let args = match parse::parse(call.args) {
-            Ok(args) => args,
+        let parsed = match parse::parse(call.args, repair.json) {
+            Ok(parsed) => parsed,
             Err(error) => {
                 let error = format!("Tool \"{name}\": {error}");
                 refuse(&mut slot, "parse", &name, ErrorKind::InvalidArguments, error);
                 return (slot, None);
             }
         };
-        slot.marks.push(mark("parse", "ok"));
+        slot.marks.push(mark("parse", if parsed.mended.is_empty() { "ok" } else { "mended" }));
+        let mut args = parsed.args;
+        let mut repairs = parsed.mended;
+        // Keys and types are repaired only in a call that fails validation, and kept only if it then passes.
+        if !tool.validator.is_valid(&args) {
+            let mut fixed = args.clone();
+            let more = repair::repair_args(&tool.schema, &mut fixed, &tool.aliases, repair);
+            if !more.is_empty() && tool.validator.is_valid(&fixed) {
+                slot.marks.push(mark("repair", "applied"));
+                repairs.extend(more);
+                args = fixed;
+            }
+        }
         if let Err(error) = validate::validate(&tool, &args) {
-            refuse(&mut slot, "validate", &name, ErrorKind::InvalidArguments, error);
+            // A repair that still fails: the original error stands (the parser's, for mended text).
+            match parsed.parser_error {
+                Some(error) => refuse(&mut slot, "parse", &name, ErrorKind::InvalidArguments, format!("Tool \"{name}\": {error}")),
+                None => refuse(&mut slot, "validate", &name, ErrorKind::InvalidArguments, error),
+            }
             return (slot, None);
         }
+        slot.repairs.extend(repairs);
         slot.marks.push(mark("validate", "ok"));
         match policy.permit(&tool) {
             Ok(how) => slot.marks.push(mark("permission", how)),
@@ -668,7 +720,7 @@ impl Engine {
         if let Some((at, _)) = idle {
             self.deadlines.arm(at, Alarm::Idle(run));
         }
-        self.runs.insert(run, Run { turn: turn_id, index, total_at, idle });
+        self.runs.insert(run, Run { turn: turn_id, index, total_at, idle, verdict: None });
         slot.scheduled = true;
         slot.first_started.get_or_insert(now);
         slot.started = Some(now);
@@ -705,26 +757,80 @@ impl Engine {
         self.places_freed = true;
     }
 
-    /// A handler settled. A run that already timed out or was cancelled is a late settlement: nothing changes.
+    /// A handler settled: normalize and shape, then retry or settle. A run that already timed out or was
+    /// cancelled is a late settlement: nothing changes.
     pub fn complete(&mut self, run: u32, outcome: Outcome, now: Instant) -> Step {
+        match self.begin_shaping(run, outcome) {
+            Some(shaping) => self.shaped(shaping.run(), now),
+            None => Step::default(),
+        }
+    }
+
+    /// The first half of `complete` for a large settlement: the run ends here (its deadlines no longer apply,
+    /// the handler has answered) and the work of normalize and shape is handed out, for the host to do on
+    /// another thread and return through `shaped`. None for a late settlement.
+    pub fn begin_shaping(&mut self, run: u32, outcome: Outcome) -> Option<Shaping> {
+        let Run { turn, index, verdict, .. } = self.end_run(run)?;
+        let slot = &self.turns.get(&turn)?.slots[index];
+        Some(Shaping {
+            turn,
+            index,
+            call_id: slot.id.clone(),
+            tool: slot.tool.clone().expect("a run has a tool"),
+            outcome,
+            verdict,
+            shaper: self.shaper.clone(),
+            readers: self.registry.get(ARTIFACT_READER).is_some(),
+        })
+    }
+
+    /// A settlement normalized and shaped: the call retries or settles.
+    pub fn shaped(&mut self, shaped: Shaped, now: Instant) -> Step {
         let mut step = Step::default();
-        let Some(Run { turn: turn_id, index, .. }) = self.end_run(run) else { return step };
+        let Shaped { turn: turn_id, index, result, marks } = shaped;
         let Some(turn) = self.turns.get_mut(&turn_id) else { return step };
         let slot = &mut turn.slots[index];
-        let tool = slot.tool.clone().expect("a run has a tool");
-        let mut result = normalize(slot.id.clone(), tool.spec.name.clone(), outcome);
-        let (invoked, normalized) = match (result.success, result.metadata.structured.is_some()) {
-            (false, _) => ("failed", "error"),
-            (true, true) => ("returned", "structured"),
-            (true, false) => ("returned", "text"),
-        };
-        slot.marks.push(mark("invoke", invoked));
-        slot.marks.push(mark("normalize", normalized));
-        shape::shape(&mut result, tool.max_output_chars, self.options.max_error_chars);
-        slot.marks.push(mark("shape", if result.truncated { "truncated" } else { "ok" }));
-        self.attempt_ended(turn_id, index, result, now, &mut step);
+        slot.marks.extend(marks);
+        if slot.ended_early {
+            // Its turn ended while it was shaped: the answer stands, there is no retry.
+            self.settle(turn_id, index, result, now, &mut step);
+        } else {
+            self.attempt_ended(turn_id, index, result, now, &mut step);
+        }
         self.drain(now, &mut step);
         step
+    }
+
+    /// Arguments as a trace may show them: secrets redacted, size capped.
+    pub fn snapshot(&self, args: &mut Value) {
+        self.shaper.redact_value(args);
+        *args = shape::cut_value(args, SNAPSHOT_CHARS);
+    }
+
+    /// Removes artifacts past their TTL; returns how many.
+    pub fn sweep_artifacts(&self) -> usize {
+        self.shaper.artifacts.sweep()
+    }
+
+    /// Removes every artifact (closing the executor).
+    pub fn remove_artifacts(&self) {
+        self.shaper.artifacts.remove_all()
+    }
+
+    pub fn read_artifact(&self, path: &str, offset: usize, limit: Option<usize>) -> Result<String, String> {
+        self.shaper.artifacts.read(path, offset, limit)
+    }
+
+    pub fn search_artifact(&self, path: &str, pattern: &str) -> Result<String, String> {
+        self.shaper.artifacts.search(path, pattern)
+    }
+
+    /// The host's `rollbackWhen` function judged the value `run` returned useless, for `reason`; the judge station
+    /// takes it when the settlement comes.
+    pub fn judged(&mut self, run: u32, reason: String) {
+        if let Some(r) = self.runs.get_mut(&run) {
+            r.verdict = Some(reason);
+        }
     }
 
     /// The handler of `run` showed it is alive: its idle deadline starts over. False when the run is over.
@@ -993,6 +1099,8 @@ impl Engine {
         if let Some((key, id, waiters, clean)) = flight {
             self.hand_on_flight(key, id, waiters, &clean, answered, now, step);
         }
+        self.count_rollback(turn_id, index, &mut result);
+        let note = self.options.repair.note;
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
         let slot = &mut turn.slots[index];
         let ran_ms = slot.first_started.map_or(0.0, |s| millis(now.saturating_duration_since(s)));
@@ -1004,7 +1112,7 @@ impl Engine {
         if slot.scheduled {
             turn.schedule.finished();
         }
-        seal(&mut result, &mut slot.marks, turn.begun_epoch_ms, ran_ms);
+        seal(&mut result, slot, note, turn.begun_epoch_ms, ran_ms);
         let stops_turn = turn.stop_on_error && !result.success && slot.tool.as_ref().is_some_and(|t| !t.spec.read_only);
         let why = stopped_after(&slot.id, &result.name);
         slot.result = Some(result);
@@ -1026,6 +1134,27 @@ impl Engine {
             }
         }
         self.dirty.insert(turn_id);
+    }
+
+    /// A judged tool's success: a flag counts toward the session's consecutive rollbacks, and past the limit it is
+    /// no longer raised; a result not flagged ends the run of flags.
+    fn count_rollback(&mut self, turn_id: u32, index: usize, result: &mut ToolResult) {
+        let Some(turn) = self.turns.get(&turn_id) else { return };
+        let judged = turn.slots[index].tool.as_ref().is_some_and(|t| !t.judge.is_empty());
+        if !judged || !result.success {
+            return;
+        }
+        let session = turn.fields.get("sessionId").cloned().unwrap_or_default();
+        let count = self.rollbacks.get_or_insert_mut(session, || 0);
+        if result.rollback.is_none() {
+            *count = 0;
+            return;
+        }
+        *count += 1;
+        if *count > self.options.max_consecutive_rollbacks {
+            result.rollback = None;
+            result.metadata.rollback_suppressed = true;
+        }
     }
 
     /// A flight ended. What its handler answered goes to every identical call waiting for it (one its schedule
@@ -1122,6 +1251,69 @@ impl Engine {
     }
 }
 
+/// The name of the tool that reads artifacts back: when registered, a spilled output says to use it.
+const ARTIFACT_READER: &str = "read_artifact";
+/// How much of a call's arguments a trace shows.
+const SNAPSHOT_CHARS: usize = 2_000;
+
+/// A handler's settlement on its way through normalize and shape (stations 11 and 12), which may be done on
+/// another thread: it holds everything it needs.
+pub struct Shaping {
+    turn: u32,
+    index: usize,
+    call_id: String,
+    tool: Arc<Tool>,
+    outcome: Outcome,
+    /// The host's judgement of the value (a `rollbackWhen` function), when it made one.
+    verdict: Option<String>,
+    shaper: Arc<Shaper>,
+    readers: bool,
+}
+
+/// A settlement shaped, for `Engine::shaped`.
+pub struct Shaped {
+    turn: u32,
+    index: usize,
+    result: ToolResult,
+    marks: Vec<StationMark>,
+}
+
+impl Shaping {
+    pub fn run(mut self) -> Shaped {
+        let name = self.tool.spec.name.clone();
+        let bytes = match &mut self.outcome {
+            Outcome::Binary(bytes) => Some(std::mem::take(bytes)),
+            _ => None,
+        };
+        let mut result = match &bytes {
+            Some(bytes) => normalize::binary(self.call_id.clone(), name, bytes),
+            None => normalize(self.call_id.clone(), name, self.outcome),
+        };
+        let (invoked, normalized) = match (result.success, result.metadata.structured.is_some()) {
+            (false, _) => ("failed", "error"),
+            (true, true) => ("returned", "structured"),
+            (true, false) => ("returned", "text"),
+        };
+        let call = shape::Call {
+            tool_name: &self.tool.spec.name,
+            call_id: &self.call_id,
+            max_output_chars: self.tool.max_output_chars,
+            readers: self.readers,
+        };
+        let shaped = self.shaper.shape(&mut result, &call, bytes.as_deref());
+        let mut marks = vec![mark("invoke", invoked), mark("normalize", normalized), mark("shape", shaped)];
+        if !self.tool.judge.is_empty() && result.success {
+            let reason = self.verdict.or_else(|| judge::judge(&self.tool.judge, &result));
+            marks.push(mark("judge", if reason.is_some() { "rollback" } else { "ok" }));
+            result.rollback = reason.map(|reason| Rollback { reason });
+        }
+        if self.tool.spec.untrusted && result.success {
+            result.output = shape::fence(&self.tool.spec.name, &result.output);
+        }
+        Shaped { turn: self.turn, index: self.index, result, marks }
+    }
+}
+
 /// What a cache miss does about identical calls: run the flight, or wait on one already running.
 enum FlightRole {
     Leads(String, u32),
@@ -1158,11 +1350,27 @@ fn stopped_after(call_id: &str, tool_name: &str) -> String {
     format!("call {call_id} (\"{tool_name}\") before it failed, and this turn stops at the first failed call that changes state")
 }
 
-/// Final touches every result gets: its trace marks, timing and outcome.
-fn seal(result: &mut ToolResult, marks: &mut Vec<StationMark>, begun_epoch_ms: f64, ran_ms: f64) {
+/// Final touches every result gets: its trace marks, timing, and what the repair station changed (by default
+/// also said in one line the model reads, so that it can learn within the session).
+fn seal(result: &mut ToolResult, slot: &mut Slot, note: bool, begun_epoch_ms: f64, ran_ms: f64) {
     result.latency_ms = ran_ms;
     result.metadata.started_at = begun_epoch_ms;
-    result.metadata.stages = std::mem::take(marks);
+    result.metadata.stages = std::mem::take(&mut slot.marks);
+    let repairs = std::mem::take(&mut slot.repairs);
+    if repairs.is_empty() {
+        return;
+    }
+    if note {
+        let line = repair::note(&repairs);
+        match (result.error.as_mut(), result.error_kind) {
+            (Some(error), Some(kind)) => {
+                error.push_str(&line);
+                result.output = failure_output(kind, error);
+            }
+            _ => result.output.push_str(&line),
+        }
+    }
+    result.metadata.repairs = repairs;
 }
 
 impl Drop for Engine {

@@ -1,17 +1,21 @@
 //! The toolgate engine: a tool call's pipeline, one module per station, plus the turn scheduler and timers.
 //! No JS here: a host (the Node binding, or a test) drives `Engine` and runs the handlers.
 
+pub mod artifacts;
 pub mod cache;
 pub mod calls;
 pub mod dedup;
 pub mod engine;
 pub mod invoke;
+pub mod judge;
 pub mod lookup;
 pub mod normalize;
 pub mod options;
 pub mod parse;
 pub mod permission;
 pub mod ratelimit;
+pub mod redact;
+pub mod repair;
 pub mod registry;
 pub mod result;
 pub mod retry;
@@ -21,7 +25,7 @@ pub mod store;
 pub mod timer;
 pub mod validate;
 
-pub use engine::{Alarm, Engine, Start, Step};
+pub use engine::{Alarm, Engine, Shaped, Shaping, Start, Step};
 pub use normalize::Outcome;
 pub use options::{EngineOptions, RetryPolicy, ToolSpec, TurnOptions};
 pub use permission::Policy;

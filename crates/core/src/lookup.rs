@@ -21,6 +21,15 @@ pub fn lookup(registry: &Registry, policy: &Policy, name: &str) -> Result<Arc<To
     Err(format!("{called}{hint} Available tools: {}. Call one of these by its exact name.", visible.join(", ")))
 }
 
+/// The one tool this context may use whose name is the called name ignoring case and separators
+/// (`web-search`, `WebSearch` → `web_search`); None when there is none or more than one.
+pub fn correct(registry: &Registry, policy: &Policy, name: &str) -> Option<Arc<Tool>> {
+    let wanted = fold(name);
+    let mut matches = registry.iter().filter(|t| policy.visible(t) && fold(&t.spec.name) == wanted);
+    let only = matches.next()?;
+    matches.next().is_none().then(|| only.clone())
+}
+
 /// The one name a model most plausibly meant: same letters ignoring case and separators, or a close spelling.
 pub fn closest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
     if name.is_empty() {
@@ -41,24 +50,28 @@ pub fn closest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
     best.map(|(_, c)| c)
 }
 
-fn fold(name: &str) -> String {
+pub fn fold(name: &str) -> String {
     name.chars().filter(|c| !matches!(c, '_' | '-' | ' ' | '.')).flat_map(char::to_lowercase).collect()
 }
 
-/// Levenshtein distance over chars.
+/// Edit distance over chars, counting a swap of two neighbours as one edit (optimal string alignment): `qeury` is
+/// one edit from `query`, as a typist would see it.
 pub fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1).min(row[j] + 1).min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
+    let width = b.len() + 1;
+    let mut d: Vec<usize> = (0..(a.len() + 1) * width).map(|k| if k < width { k } else if k % width == 0 { k / width } else { 0 }).collect();
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[(i - 1) * width + j] + 1).min(d[i * width + j - 1] + 1).min(d[(i - 1) * width + j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[(i - 2) * width + j - 2] + 1);
+            }
+            d[i * width + j] = best;
         }
     }
-    row[b.len()]
+    d[a.len() * width + b.len()]
 }
 
 #[cfg(test)]
@@ -73,5 +86,6 @@ mod tests {
         assert_eq!(closest("read_fiel", &names), Some("read_file"));
         assert_eq!(closest("deploy", &names), None);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("qeury", "query"), 1, "a swap is one edit");
     }
 }

@@ -3,7 +3,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::result::{ErrorKind, ToolResult};
+use crate::result::{Binary, ErrorKind, Image, ToolResult};
 use crate::retry;
 
 /// How much of stderr the model sees next to stdout; all of it stays in metadata.
@@ -23,6 +23,8 @@ pub enum Outcome {
     Thrown(String),
     /// It returned something JSON cannot hold; the text says what.
     Unrepresentable(String),
+    /// It returned bytes (a Buffer, a typed array): kept out of the model's context.
+    Binary(Vec<u8>),
 }
 
 impl Outcome {
@@ -35,6 +37,23 @@ impl Outcome {
             "unrepresentable" => Outcome::Unrepresentable(payload),
             other => return Err(format!("unknown outcome kind \"{other}\"")),
         })
+    }
+
+    /// An outcome that crossed as bytes: binary data, or text and JSON as UTF-8 (the cheap way for large values).
+    pub fn from_bytes(kind: &str, bytes: Vec<u8>) -> Result<Self, String> {
+        if kind == "binary" {
+            return Ok(Outcome::Binary(bytes));
+        }
+        let text = String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        Self::from_parts(kind, text)
+    }
+
+    /// Bytes the result will not show, to be saved by the shape station.
+    pub fn binary(&self) -> Option<&[u8]> {
+        match self {
+            Outcome::Binary(bytes) => Some(bytes),
+            _ => None,
+        }
     }
 }
 
@@ -61,13 +80,22 @@ pub fn normalize(call_id: String, name: String, outcome: Outcome) -> ToolResult 
     match outcome {
         Outcome::Text(text) => ToolResult::success(call_id, name, text),
         Outcome::Nothing => ToolResult::success(call_id, name, NO_OUTPUT.into()),
+        Outcome::Binary(bytes) => binary(call_id, name, &bytes),
         Outcome::Json(json) => match serde_json::from_str::<Value>(&json) {
             Ok(Value::Object(obj)) if is_stdio(&obj) => from_stdio(call_id, name, obj),
-            Ok(value) => {
-                let mut result = ToolResult::success(call_id, name, json);
-                result.metadata.structured = Some(value);
-                result
-            }
+            Ok(value) => match media_parts(&value) {
+                Some((text, images)) => {
+                    let mut result = ToolResult::success(call_id, name, text);
+                    result.metadata.images = images;
+                    result
+                }
+                None => {
+                    let mut result = ToolResult::success(call_id, name, json);
+                    result.metadata.structured = Some(value);
+                    result.metadata.output_is_structured = true;
+                    result
+                }
+            },
             Err(e) => handler_failure(call_id, name.clone(), format!("Tool \"{name}\" returned a value that is not valid JSON ({e})."), false),
         },
         Outcome::Unrepresentable(why) => handler_failure(
@@ -100,6 +128,14 @@ pub fn normalize(call_id: String, name: String, outcome: Outcome) -> ToolResult 
     }
 }
 
+/// Bytes are described, never shown: their size and sniffed type (the shape station saves them).
+pub fn binary(call_id: String, name: String, bytes: &[u8]) -> ToolResult {
+    let (media_type, extension) = sniff(bytes);
+    let mut result = ToolResult::success(call_id, name, format!("(binary data: {} bytes, {media_type})", bytes.len()));
+    result.metadata.binary = Some(Binary { bytes: bytes.len(), media_type, extension });
+    result
+}
+
 fn handler_failure(call_id: String, name: String, error: String, retryable: bool) -> ToolResult {
     ToolResult::failure(call_id, name, ErrorKind::HandlerError, error, retryable)
 }
@@ -130,6 +166,65 @@ fn from_stdio(call_id: String, name: String, obj: Map<String, Value>) -> ToolRes
     }
     result.metadata.structured = Some(Value::Object(obj));
     result
+}
+
+/// An image (`{type: 'image', data, mediaType}`, `mimeType` as MCP spells it) or a list of text and image parts
+/// with at least one image: the text for the model, with a line in place of each image, and the images.
+fn media_parts(value: &Value) -> Option<(String, Vec<Image>)> {
+    let parts = match value {
+        Value::Array(parts) => parts.as_slice(),
+        Value::Object(_) => std::slice::from_ref(value),
+        _ => return None,
+    };
+    let mut text = Vec::new();
+    let mut images = Vec::new();
+    for part in parts {
+        match part.get("type").and_then(Value::as_str) {
+            Some("text") => text.push(part.get("text")?.as_str()?.to_string()),
+            Some("image") => {
+                let data = part.get("data")?.as_str()?;
+                let media_type = ["mediaType", "mimeType", "media_type"].iter().find_map(|k| part.get(*k)).and_then(Value::as_str)?;
+                let base64 = data.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'\n' | b'\r'));
+                if !media_type.starts_with("image/") || !base64 {
+                    return None;
+                }
+                images.push(Image { media_type: media_type.to_string(), data: data.to_string() });
+                text.push(format!("[image {}: {media_type}, {} bytes]", images.len(), data.len() / 4 * 3));
+            }
+            _ => return None,
+        }
+    }
+    (!images.is_empty()).then(|| (text.join("\n"), images))
+}
+
+/// The media type and a file extension for bytes, from their first bytes.
+fn sniff(bytes: &[u8]) -> (&'static str, &'static str) {
+    const SIGNATURES: &[(&[u8], &str, &str)] = &[
+        (b"\x89PNG\r\n\x1a\n", "image/png", "png"),
+        (b"\xff\xd8\xff", "image/jpeg", "jpg"),
+        (b"GIF87a", "image/gif", "gif"),
+        (b"GIF89a", "image/gif", "gif"),
+        (b"%PDF-", "application/pdf", "pdf"),
+        (b"PK\x03\x04", "application/zip", "zip"),
+        (b"\x1f\x8b", "application/gzip", "gz"),
+        (b"\x7fELF", "application/x-elf", "bin"),
+        (b"\0asm", "application/wasm", "wasm"),
+        (b"ID3", "audio/mpeg", "mp3"),
+        (b"OggS", "audio/ogg", "ogg"),
+    ];
+    if let Some((_, media, ext)) = SIGNATURES.iter().find(|(magic, _, _)| bytes.starts_with(magic)) {
+        return (media, ext);
+    }
+    if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        return ("image/webp", "webp");
+    }
+    if bytes.len() >= 12 && &bytes[4..8] == b"ftyp" {
+        return ("video/mp4", "mp4");
+    }
+    if !bytes.contains(&0) && std::str::from_utf8(bytes).is_ok() {
+        return ("text/plain", "txt");
+    }
+    ("application/octet-stream", "bin")
 }
 
 fn summarize(stderr: &str) -> String {
@@ -177,6 +272,29 @@ mod tests {
         assert!(r.output.starts_with("ok\n[exit code 2]\n[stderr] eeee"));
         assert!(r.output.ends_with("(1 lines, 2000 characters in all)"));
         assert_eq!(r.metadata.stderr.unwrap().len(), 2000);
+    }
+
+    #[test]
+    fn bytes_are_described_never_shown() {
+        let png = Outcome::from_bytes("binary", b"\x89PNG\r\n\x1a\n rest".to_vec()).unwrap();
+        assert_eq!(png.binary().map(<[u8]>::len), Some(13));
+        let r = run(png);
+        assert_eq!(r.output, "(binary data: 13 bytes, image/png)");
+        assert_eq!(r.metadata.binary.as_ref().map(|b| (b.media_type, b.extension)), Some(("image/png", "png")));
+        assert_eq!(run(Outcome::Binary(vec![0, 1, 2])).metadata.binary.unwrap().media_type, "application/octet-stream");
+        assert_eq!(run(Outcome::from_bytes("text", "é".as_bytes().to_vec()).unwrap()).output, "é");
+    }
+
+    #[test]
+    fn images_pass_as_images_with_a_line_for_the_text() {
+        let r = run(Outcome::Json(r#"{"type":"image","data":"iVBORw0KGgo=","mediaType":"image/png"}"#.into()));
+        assert_eq!(r.output, "[image 1: image/png, 9 bytes]");
+        assert_eq!(r.metadata.images[0].data, "iVBORw0KGgo=");
+        assert!(r.metadata.structured.is_none());
+        let r = run(Outcome::Json(r#"[{"type":"text","text":"a chart"},{"type":"image","data":"AAAA","mimeType":"image/gif"}]"#.into()));
+        assert_eq!(r.output, "a chart\n[image 1: image/gif, 3 bytes]");
+        let not_media = run(Outcome::Json(r#"{"type":"image","data":"not base64!","mediaType":"image/png"}"#.into()));
+        assert!(not_media.metadata.images.is_empty() && not_media.metadata.structured.is_some());
     }
 
     #[test]

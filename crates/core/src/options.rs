@@ -3,11 +3,16 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::artifacts::ArtifactOptions;
+use crate::redact::RedactOptions;
+use crate::repair::RepairOptions;
+
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 pub const MAX_TIMEOUT_MS: u64 = 600_000;
 pub const DEFAULT_CONCURRENCY: usize = 8;
 pub const DEFAULT_MAX_OUTPUT_CHARS: usize = 30_000;
 pub const DEFAULT_MAX_ERROR_CHARS: usize = 10_000;
+pub const DEFAULT_PREVIEW_CHARS: usize = 2_000;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -25,6 +30,20 @@ pub struct EngineOptions {
     pub max_output_chars: usize,
     #[serde(default = "default_max_error")]
     pub max_error_chars: usize,
+    /// How much of an output saved to an artifact the model sees.
+    #[serde(default = "default_preview")]
+    pub preview_chars: usize,
+    /// Secret redaction; `false` arrives as `{ builtin: false }`.
+    #[serde(default)]
+    pub redact: RedactOptions,
+    #[serde(default)]
+    pub artifacts: ArtifactOptions,
+    /// Which near-miss calls are repaired; `false` arrives as every repair off.
+    #[serde(default)]
+    pub repair: RepairOptions,
+    /// After this many consecutive rollback flags in a session, results are no longer flagged.
+    #[serde(default = "default_max_rollbacks")]
+    pub max_consecutive_rollbacks: u32,
     /// Retry policy of a tool that declares none; a tool's own `retry` overrides it field by field.
     #[serde(default)]
     pub retry: RetryPolicy,
@@ -127,6 +146,12 @@ fn default_max_output() -> usize {
 fn default_max_error() -> usize {
     DEFAULT_MAX_ERROR_CHARS
 }
+fn default_max_rollbacks() -> u32 {
+    3
+}
+fn default_preview() -> usize {
+    DEFAULT_PREVIEW_CHARS
+}
 
 impl Default for EngineOptions {
     fn default() -> Self {
@@ -148,6 +173,9 @@ impl EngineOptions {
         positive("concurrency", self.concurrency)?;
         positive("maxOutputChars", self.max_output_chars)?;
         positive("maxErrorChars", self.max_error_chars)?;
+        positive("previewChars", self.preview_chars)?;
+        positive("artifacts.maxBytes", self.artifacts.max_bytes as usize)?;
+        positive("artifacts.ttlMs", self.artifacts.ttl_ms as usize)?;
         positive("cache.maxEntries", self.cache.max_entries)?;
         positive("cache.maxBytes", self.cache.max_bytes)?;
         positive("dedup.maxSessions", self.dedup.max_sessions)?;
@@ -211,6 +239,15 @@ pub struct ToolSpec {
     pub rate_limit: Option<Value>,
     #[serde(default)]
     pub max_output_chars: Option<usize>,
+    /// Other names a model may use for a top-level property: `{ q: "query" }`.
+    #[serde(default)]
+    pub aliases: Option<serde_json::Map<String, Value>>,
+    /// Rules that flag a successful but useless result for rollback.
+    #[serde(default)]
+    pub rollback_when: Option<Value>,
+    /// Reads the outside world (web pages, email, uploads): its output is fenced as data, not instructions.
+    #[serde(default)]
+    pub untrusted: bool,
     /// Refused unless the execution context approves the tool by name.
     #[serde(default)]
     pub needs_approval: bool,

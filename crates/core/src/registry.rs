@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use jsonschema::{PatternOptions, Validator};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
+
+use crate::judge;
 
 use crate::dedup::{Dedup, Mode};
 use crate::options::{EngineOptions, RetryPolicy, ToolSpec};
@@ -26,6 +28,10 @@ pub struct Tool {
     pub cache: Option<CacheRule>,
     pub dedup: Dedup,
     pub rate_limit: Option<RateLimit>,
+    /// Alias → property, for the repair station.
+    pub aliases: Map<String, Value>,
+    /// `rollbackWhen`, for the judge station (empty: results are not judged).
+    pub judge: Vec<judge::Rule>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -138,6 +144,20 @@ fn compile(name: &str, schema: &Value) -> Result<Validator, String> {
         .map_err(|e| format!("tool \"{name}\": parameters is not a valid JSON Schema: {e}"))
 }
 
+/// Every alias must name a declared top-level property, and must not be one itself.
+fn check_aliases(aliases: Map<String, Value>, schema: &Value) -> Result<Map<String, Value>, String> {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let declared = |name: &str| properties.is_some_and(|p| p.contains_key(name));
+    for (alias, target) in &aliases {
+        match target.as_str() {
+            Some(t) if declared(t) && !declared(alias) => {}
+            Some(t) if declared(alias) => return Err(format!("aliases: \"{alias}\" is a property itself, so it cannot stand for \"{t}\"")),
+            _ => return Err(format!("aliases: \"{alias}\" must map to the name of a declared property (got {target})")),
+        }
+    }
+    Ok(aliases)
+}
+
 impl Registry {
     pub fn register(&mut self, mut spec: ToolSpec, options: &EngineOptions) -> Result<(), String> {
         check_name(&spec.name)?;
@@ -158,7 +178,11 @@ impl Registry {
         let default_mode = Mode::parse(&options.dedup.policy)?;
         let dedup = Dedup::declared(spec.dedup.as_ref(), default_mode).map_err(named)?;
         let rate_limit = spec.rate_limit.as_ref().map(RateLimit::parse).transpose().map_err(named)?;
+        let aliases = check_aliases(spec.aliases.take().unwrap_or_default(), &schema).map_err(named)?;
+        let judge = spec.rollback_when.as_ref().map(judge::rules).transpose().map_err(named)?.unwrap_or_default();
         let tool = Tool {
+            aliases,
+            judge,
             cache,
             dedup,
             rate_limit,

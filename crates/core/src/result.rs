@@ -1,7 +1,11 @@
 //! The contract every call ends in: one `ToolResult`, whatever happened.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::judge::Rollback;
+use crate::redact::Redactions;
+use crate::repair::Repair;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -69,6 +73,28 @@ pub struct Metadata {
     pub stack: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub original_chars: Option<usize>,
+    /// Where the whole output (or a binary result) was saved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artifact_path: Option<String>,
+    /// How many secrets each redaction rule removed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redactions: Option<Redactions>,
+    /// What a binary result was: its size and sniffed type (the data itself is in the artifact).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub binary: Option<Binary>,
+    /// Images the result carries, for the provider formats that take images in tool results.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
+    /// What the repair station changed in the call before it ran.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub repairs: Vec<Repair>,
+    /// The result matched its tool's `rollbackWhen`, but the session had reached its limit of consecutive
+    /// rollbacks, so `rollback` was not set.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub rollback_suppressed: bool,
+    /// The output is the JSON text of `structured` (not a summary of it, as for `{stdout, stderr}`).
+    #[serde(skip)]
+    pub output_is_structured: bool,
     /// Every failed attempt before the last, when the call was retried.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub attempt_errors: Vec<AttemptError>,
@@ -87,6 +113,23 @@ pub struct Metadata {
     /// Milliseconds the call waited in the scheduler before its handler started.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queued_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Binary {
+    pub bytes: usize,
+    pub media_type: &'static str,
+    #[serde(skip)]
+    pub extension: &'static str,
+}
+
+/// An image as providers take it: base64 data and its media type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Image {
+    pub media_type: String,
+    pub data: String,
 }
 
 /// A failed attempt that was retried.
@@ -120,6 +163,9 @@ pub struct ToolResult {
     pub attempts: u32,
     pub cached: bool,
     pub truncated: bool,
+    /// A success the tool's `rollbackWhen` judged useless: the orchestrator may undo the step and try another way.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollback: Option<Rollback>,
     pub metadata: Metadata,
 }
 
@@ -138,6 +184,7 @@ impl ToolResult {
             attempts: 0,
             cached: false,
             truncated: false,
+            rollback: None,
             metadata: Metadata::default(),
         }
     }
@@ -156,6 +203,7 @@ impl ToolResult {
             attempts: 0,
             cached: false,
             truncated: false,
+            rollback: None,
             metadata: Metadata::default(),
         }
     }

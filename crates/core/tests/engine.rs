@@ -197,12 +197,14 @@ fn a_turn_begun_cancelled_runs_nothing() {
 fn normalize_and_shape_apply_to_handler_output() {
     let mut h = Host::new(json!({"maxOutputChars": 10, "maxErrorChars": 40}));
     h.tool(json!({"name": "big"}), text(&"ü".repeat(25)));
-    h.tool(json!({"name": "obj"}), Behaviour::Return(Outcome::Json(r#"{"z":1,"a":2}"#.into())));
+    h.tool(json!({"name": "obj", "maxOutputChars": 100}), Behaviour::Return(Outcome::Json(r#"{"z":1,"a":2}"#.into())));
     h.tool(json!({"name": "bad"}), Behaviour::Return(Outcome::Thrown(json!({"name": "Error", "message": "x".repeat(100)}).to_string())));
     h.tool(json!({"name": "wide", "maxOutputChars": 100}), text(&"ü".repeat(25)));
     let results = h.run(json!([{"name": "big"}, {"name": "obj"}, {"name": "bad"}, {"name": "wide"}]));
-    assert!(results[0].truncated && results[0].output.starts_with(&"ü".repeat(10)));
+    assert!(results[0].truncated && results[0].output.ends_with(&format!("\n{}\n… [15 more characters in the file]", "ü".repeat(10))));
     assert_eq!(results[0].metadata.original_chars, Some(25));
+    let saved = results[0].metadata.artifact_path.as_ref().expect("a long output is saved");
+    assert_eq!(std::fs::read_to_string(saved).unwrap(), "ü".repeat(25));
     assert_eq!(results[1].metadata.structured, Some(json!({"z": 1, "a": 2})));
     assert!(results[2].truncated && error(&results[2]).contains("characters omitted"));
     assert!(!results[3].truncated, "a tool's own limit wins over the executor's");
@@ -210,7 +212,7 @@ fn normalize_and_shape_apply_to_handler_output() {
 
 #[test]
 fn registration_refuses_what_cannot_work() {
-    let mut e = Engine::new(EngineOptions::default());
+    let mut e = Engine::new(EngineOptions::default()).unwrap();
     let bad = |e: &mut Engine, v: Value| e.register(spec(v)).unwrap_err();
     assert!(bad(&mut e, json!({"name": "has space"})).contains("invalid tool name"));
     assert!(bad(&mut e, json!({"name": "x".repeat(65)})).contains("1 to 64"));
@@ -231,7 +233,7 @@ fn registration_refuses_what_cannot_work() {
 
 #[test]
 fn timeouts_are_capped_by_the_executor() {
-    let mut e = Engine::new(EngineOptions::from_json(r#"{"defaultTimeoutMs": 500, "maxTimeoutMs": 2000}"#).unwrap());
+    let mut e = Engine::new(EngineOptions::from_json(r#"{"defaultTimeoutMs": 500, "maxTimeoutMs": 2000}"#).unwrap()).unwrap();
     e.register(spec(json!({"name": "a"}))).unwrap();
     e.register(spec(json!({"name": "b", "timeoutMs": 999999}))).unwrap();
     let list = e.list(&Policy::default());
@@ -240,7 +242,7 @@ fn timeouts_are_capped_by_the_executor() {
 
 #[test]
 fn definitions_take_each_providers_shape() {
-    let mut e = Engine::new(EngineOptions::default());
+    let mut e = Engine::new(EngineOptions::default()).unwrap();
     e.register(spec(json!({"name": "s", "description": "d", "parameters": search_schema()}))).unwrap();
     let p = Policy::default();
     let one = |f| e.definitions(f, &p)[0].clone();

@@ -62,7 +62,7 @@ fn what_is_not_transient_is_never_retried() {
     h.tool(json!({"name": "bug", "retry": retrying(3)}), thrown(json!({"name": "TypeError", "message": "x is undefined"})));
     h.tool(json!({"name": "no", "retry": retrying(3)}), thrown(json!({"name": "Error", "message": "nope", "status": 503, "retryable": false})));
     h.tool(json!({"name": "search", "retry": retrying(3), "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}), text("x"));
-    let turn = h.begin(json!([{"name": "bug"}, {"name": "no"}, {"name": "search", "input": {"q": 1}}, {"name": "nope"}]), Policy::default());
+    let turn = h.begin(json!([{"name": "bug"}, {"name": "no"}, {"name": "search", "input": {"q": [1]}}, {"name": "nope"}]), Policy::default());
     let results = run_out(&mut h, turn);
     assert!(results.iter().all(|r| r.attempts <= 1 && r.metadata.attempt_errors.is_empty()));
     assert_eq!(h.log.iter().filter(|(e, _)| *e == "start").count(), 2);

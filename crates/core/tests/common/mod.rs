@@ -25,6 +25,13 @@ pub struct Host {
     pub done: Vec<u32>,
 }
 
+/// Tests leave no artifact files behind.
+impl Drop for Host {
+    fn drop(&mut self) {
+        self.engine.remove_artifacts();
+    }
+}
+
 pub fn spec(json: Value) -> ToolSpec {
     ToolSpec::from_json(&json.to_string()).unwrap()
 }
@@ -32,7 +39,7 @@ pub fn spec(json: Value) -> ToolSpec {
 impl Host {
     pub fn new(options: Value) -> Self {
         Host {
-            engine: Engine::new(EngineOptions::from_json(&options.to_string()).unwrap()),
+            engine: Engine::new(EngineOptions::from_json(&options.to_string()).unwrap()).unwrap(),
             handlers: HashMap::new(),
             now: Instant::now(),
             log: vec![],

@@ -1,0 +1,339 @@
+//! Files that hold what did not fit in a model's context: whole outputs over their limit and binary results.
+//! The folder is bounded (oldest files go first when a new one would pass `maxBytes`, files older than `ttlMs`
+//! go at the next sweep) and only files saved here can be read back through `read` and `search`, so a path a
+//! model supplies can never reach anything else.
+
+use std::collections::VecDeque;
+use std::fs;
+use std::io::Write;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use serde::Deserialize;
+
+use crate::shape::byte_at;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ArtifactOptions {
+    /// Where artifacts go; a fresh folder under the system's temporary folder when absent.
+    pub dir: Option<String>,
+    /// The folder's size cap.
+    pub max_bytes: u64,
+    /// How long an artifact is kept.
+    pub ttl_ms: u64,
+}
+
+impl Default for ArtifactOptions {
+    fn default() -> Self {
+        ArtifactOptions { dir: None, max_bytes: 256 * 1024 * 1024, ttl_ms: 24 * 3_600_000 }
+    }
+}
+
+/// Characters `read` returns at most per call: a page must fit in the reading tool's own output limit.
+pub const MAX_READ_CHARS: usize = 20_000;
+pub const DEFAULT_READ_CHARS: usize = 10_000;
+/// Matches `search` lists at most, and the characters of context shown on each side of one.
+const MAX_MATCHES: usize = 50;
+const MATCH_CONTEXT_CHARS: usize = 100;
+
+struct Saved {
+    path: PathBuf,
+    bytes: u64,
+    at: SystemTime,
+}
+
+#[derive(Default)]
+struct Folder {
+    /// Created on the first save; canonical, so that resolved paths compare with it.
+    root: Option<PathBuf>,
+    /// True when this executor made the folder (and so removes it on `remove_all`).
+    made_root: bool,
+    /// Oldest first.
+    files: VecDeque<Saved>,
+    total_bytes: u64,
+    next: u64,
+}
+
+pub struct Artifacts {
+    options: ArtifactOptions,
+    folder: Mutex<Folder>,
+}
+
+impl Artifacts {
+    pub fn new(options: ArtifactOptions) -> Self {
+        Artifacts { options, folder: Mutex::new(Folder::default()) }
+    }
+
+    fn folder(&self) -> std::sync::MutexGuard<'_, Folder> {
+        self.folder.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Saves `bytes` as a new artifact named after `stem`; returns its path.
+    pub fn save(&self, stem: &str, extension: &str, bytes: &[u8]) -> Result<PathBuf, String> {
+        let size = bytes.len() as u64;
+        if size > self.options.max_bytes {
+            return Err(format!("it is larger than the artifacts folder's cap of {} bytes", self.options.max_bytes));
+        }
+        let mut folder = self.folder();
+        let root = self.root(&mut folder)?;
+        self.sweep_locked(&mut folder, SystemTime::now());
+        while folder.total_bytes + size > self.options.max_bytes {
+            let Some(oldest) = folder.files.pop_front() else { break };
+            folder.total_bytes -= oldest.bytes;
+            let _ = fs::remove_file(&oldest.path);
+        }
+        folder.next += 1;
+        let path = root.join(format!("{}-{}.{extension}", safe_stem(stem), folder.next));
+        write_new(&path, bytes).map_err(|e| format!("writing {} failed: {e}", path.display()))?;
+        folder.total_bytes += size;
+        folder.files.push_back(Saved { path: path.clone(), bytes: size, at: SystemTime::now() });
+        Ok(path)
+    }
+
+    fn root(&self, folder: &mut Folder) -> Result<PathBuf, String> {
+        if let Some(root) = &folder.root {
+            return Ok(root.clone());
+        }
+        let (path, made) = match &self.options.dir {
+            Some(dir) => (PathBuf::from(dir), !Path::new(dir).exists()),
+            None => (std::env::temp_dir().join(format!("toolgate-{}-{:08x}", std::process::id(), fastrand::u32(..))), true),
+        };
+        make_private_dir(&path).map_err(|e| format!("the artifacts folder {} cannot be created: {e}", path.display()))?;
+        let root = path.canonicalize().map_err(|e| format!("the artifacts folder {} cannot be resolved: {e}", path.display()))?;
+        folder.root = Some(root.clone());
+        folder.made_root = made;
+        Ok(root)
+    }
+
+    /// Removes artifacts older than the TTL; returns how many.
+    pub fn sweep(&self) -> usize {
+        self.sweep_locked(&mut self.folder(), SystemTime::now())
+    }
+
+    fn sweep_locked(&self, folder: &mut Folder, now: SystemTime) -> usize {
+        let ttl = Duration::from_millis(self.options.ttl_ms);
+        let mut removed = 0;
+        while folder.files.front().is_some_and(|f| now.duration_since(f.at).unwrap_or_default() >= ttl) {
+            let old = folder.files.pop_front().expect("checked");
+            folder.total_bytes -= old.bytes;
+            let _ = fs::remove_file(&old.path);
+            removed += 1;
+        }
+        removed
+    }
+
+    /// Removes every artifact, and the folder when this executor made it.
+    pub fn remove_all(&self) {
+        let mut folder = self.folder();
+        for f in folder.files.drain(..) {
+            let _ = fs::remove_file(&f.path);
+        }
+        folder.total_bytes = 0;
+        if let (Some(root), true) = (folder.root.take(), folder.made_root) {
+            let _ = fs::remove_dir(root);
+        }
+    }
+
+    /// The folder, once something was saved.
+    pub fn dir(&self) -> Option<PathBuf> {
+        self.folder().root.clone()
+    }
+
+    /// A path a model supplied, as one of the saved artifacts. Relative paths are read from the folder; `..`,
+    /// paths outside the folder, symlinks out of it and anything not saved here are refused alike.
+    fn resolve(&self, path: &str) -> Result<PathBuf, String> {
+        const OUTSIDE: &str = "is not an artifact of this executor: only paths given in truncated results can be read";
+        let folder = self.folder();
+        let refuse = || format!("\"{path}\" {OUTSIDE}");
+        let Some(root) = &folder.root else { return Err(refuse()) };
+        let given = Path::new(path);
+        if path.is_empty() || path.contains('\0') || given.components().any(|c| c == Component::ParentDir) {
+            return Err(refuse());
+        }
+        let joined = if given.is_absolute() { given.to_path_buf() } else { root.join(given) };
+        let real = joined.canonicalize().map_err(|_| refuse())?;
+        if !real.starts_with(root) || !folder.files.iter().any(|f| f.path == real) {
+            return Err(refuse());
+        }
+        Ok(real)
+    }
+
+    fn text(&self, path: &str) -> Result<(PathBuf, String), String> {
+        let real = self.resolve(path)?;
+        let bytes = fs::read(&real).map_err(|e| format!("\"{path}\" cannot be read: {e}"))?;
+        match String::from_utf8(bytes) {
+            Ok(text) => Ok((real, text)),
+            Err(_) => Err(format!("\"{path}\" holds binary data, not text: it cannot be read as text")),
+        }
+    }
+
+    /// Characters `offset..offset+limit` of a text artifact, with a header saying where the page lies.
+    pub fn read(&self, path: &str, offset: usize, limit: Option<usize>) -> Result<String, String> {
+        let (real, text) = self.text(path)?;
+        let limit = limit.unwrap_or(DEFAULT_READ_CHARS).clamp(1, MAX_READ_CHARS);
+        let total = text.chars().count();
+        if offset >= total && total > 0 {
+            return Err(format!("offset {offset} is past the end: \"{path}\" holds {total} characters"));
+        }
+        let start = byte_at(&text, offset);
+        let end = start + byte_at(&text[start..], limit);
+        let shown_end = offset + text[start..end].chars().count();
+        let next = if shown_end < total {
+            format!("; read on with offset={shown_end}")
+        } else {
+            "; this is the end".into()
+        };
+        Ok(format!("[{}: characters {offset} to {shown_end} of {total}{next}]\n{}", real.display(), &text[start..end]))
+    }
+
+    /// Where `pattern` (a regular expression, or literal text when it is not one) occurs in a text artifact:
+    /// up to 50 matches, each with its line, character offset and the text around it.
+    pub fn search(&self, path: &str, pattern: &str) -> Result<String, String> {
+        let (real, text) = self.text(path)?;
+        let (regex, literal) = match regex::RegexBuilder::new(pattern).size_limit(1 << 20).build() {
+            Ok(r) => (r, false),
+            Err(_) => (regex::Regex::new(&regex::escape(pattern)).expect("an escaped pattern compiles"), true),
+        };
+        let mut lines = Vec::new();
+        let (mut line, mut line_from, mut offset, mut offset_from) = (1, 0, 0, 0);
+        let mut count = 0;
+        for m in regex.find_iter(&text) {
+            count += 1;
+            if count > MAX_MATCHES {
+                continue;
+            }
+            line += memchr_count(&text.as_bytes()[line_from..m.start()]);
+            line_from = m.start();
+            offset += text[offset_from..m.start()].chars().count();
+            offset_from = m.start();
+            // The match's line, or up to 100 characters of it on each side when the line is long.
+            let line_start = text[..m.start()].rfind('\n').map_or(0, |i| i + 1);
+            let line_end = text[m.end()..].find('\n').map_or(text.len(), |i| m.end() + i);
+            let before = &text[line_start..m.start()];
+            let context_start = line_start + before.char_indices().rev().nth(MATCH_CONTEXT_CHARS - 1).map_or(0, |(i, _)| i);
+            let context_end = m.end() + byte_at(&text[m.end()..line_end], MATCH_CONTEXT_CHARS);
+            let snippet = text[context_start..context_end].trim_end_matches('\r');
+            lines.push(format!("line {line}, offset {offset}: {snippet}"));
+        }
+        let how = if literal { "as literal text (not a valid regular expression)" } else { "as a regular expression" };
+        let shown = if count > MAX_MATCHES { format!(", the first {MAX_MATCHES} shown") } else { String::new() };
+        let matches = if count == 1 { "match" } else { "matches" };
+        Ok(format!("[{}: {count} {matches} for {pattern:?} {how}{shown}]\n{}", real.display(), lines.join("\n")))
+    }
+}
+
+fn memchr_count(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| b == b'\n').count()
+}
+
+/// A file name part from a tool name and a call id: only characters safe in any file system.
+fn safe_stem(stem: &str) -> String {
+    let safe: String = stem.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).take(80).collect();
+    if safe.is_empty() {
+        "artifact".into()
+    } else {
+        safe
+    }
+}
+
+/// Outputs can hold what only the caller should see: the folder and its files are the owner's alone.
+fn make_private_dir(path: &Path) -> std::io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(path)
+}
+
+fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path)?;
+    file.write_all(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn folder(max_bytes: u64) -> (Artifacts, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("toolgate-test-{:08x}", fastrand::u32(..)));
+        let options = ArtifactOptions { dir: Some(dir.to_string_lossy().into()), max_bytes, ..ArtifactOptions::default() };
+        (Artifacts::new(options), dir)
+    }
+
+    #[test]
+    fn saves_reads_pages_and_searches() {
+        let (a, dir) = folder(1 << 20);
+        let text = format!("first line\n{}needle é\nlast", "x".repeat(30));
+        let path = a.save("t/c1", "txt", text.as_bytes()).unwrap();
+        assert!(path.file_name().unwrap().to_str().unwrap().starts_with("t_c1-"));
+        let page = a.read(path.to_str().unwrap(), 11, Some(30)).unwrap();
+        assert!(page.ends_with(&"x".repeat(30)), "{page}");
+        assert!(page.contains("characters 11 to 41 of"), "{page}");
+        let rest = a.read(path.file_name().unwrap().to_str().unwrap(), 41, None).unwrap();
+        assert!(rest.ends_with("needle é\nlast") && rest.contains("this is the end"), "{rest}");
+        let found = a.search(path.to_str().unwrap(), "needle").unwrap();
+        assert!(found.ends_with("1 match for \"needle\" as a regular expression]\nline 2, offset 41: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxneedle é"), "{found}");
+        assert!(a.search(path.to_str().unwrap(), "(").unwrap().contains("as literal text"));
+        a.remove_all();
+        assert!(!dir.exists());
+    }
+
+    #[test]
+    fn refuses_paths_that_are_not_its_own_files() {
+        let (a, dir) = folder(1 << 20);
+        let path = a.save("t", "txt", b"ok").unwrap();
+        let outside = std::env::temp_dir().join(format!("toolgate-outside-{:08x}", fastrand::u32(..)));
+        fs::write(&outside, "secret").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&outside, dir.join("link.txt")).unwrap();
+        fs::write(dir.join("planted.txt"), "not saved by us").unwrap();
+        let name = path.file_name().unwrap().to_str().unwrap();
+        for bad in [
+            outside.to_str().unwrap().to_string(),
+            format!("../{}", outside.file_name().unwrap().to_str().unwrap()),
+            format!("{}/../{}", dir.display(), name),
+            "link.txt".into(),
+            "planted.txt".into(),
+            "/etc/passwd".into(),
+            "%2e%2e/etc/passwd".into(),
+            format!("{name}\0"),
+            String::new(),
+        ] {
+            let err = a.read(&bad, 0, None).unwrap_err();
+            assert!(err.contains("is not an artifact of this executor"), "{bad}: {err}");
+            assert!(a.search(&bad, "s").is_err());
+        }
+        a.remove_all();
+        fs::remove_file(outside).unwrap();
+        let _ = fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn the_cap_removes_the_oldest_and_refuses_what_cannot_fit() {
+        let (a, dir) = folder(10);
+        let first = a.save("t", "txt", b"123456").unwrap();
+        let second = a.save("t", "txt", b"7890").unwrap();
+        let third = a.save("t", "txt", b"abc").unwrap();
+        assert!(!first.exists() && second.exists() && third.exists());
+        assert!(a.save("t", "txt", &[b'z'; 11]).unwrap_err().contains("cap of 10 bytes"));
+        a.remove_all();
+        let _ = fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn the_ttl_sweeps_old_files() {
+        let dir = std::env::temp_dir().join(format!("toolgate-test-{:08x}", fastrand::u32(..)));
+        let a = Artifacts::new(ArtifactOptions { dir: Some(dir.to_string_lossy().into()), max_bytes: 100, ttl_ms: 0 });
+        let path = a.save("t", "txt", b"old").unwrap();
+        assert_eq!(a.sweep(), 1);
+        assert!(!path.exists());
+        a.remove_all();
+        assert!(!dir.exists(), "a folder it made is removed");
+    }
+}

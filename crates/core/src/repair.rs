@@ -1,0 +1,639 @@
+//! Station 3: a call that is almost right, made right from the schema, deterministically and visibly. Nothing is
+//! guessed: JSON text is mended only where its intent is plain (fences, trailing commas, quotes, Python literals, a
+//! cut-off end); a key goes to a property only when exactly one property is that close; a value changes type only
+//! where it fails its declared type; and the repaired call must pass validation, or the original error stands.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Number, Value};
+
+use crate::lookup::{edit_distance, fold};
+
+/// What a repair changed: where (a JSON pointer into the arguments; empty for the whole text or the tool name),
+/// what was there, what is there now, and the rule that did it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Repair {
+    pub path: String,
+    pub before: Value,
+    pub after: Value,
+    pub rule: String,
+}
+
+impl Repair {
+    fn new(path: &str, before: Value, after: Value, rule: &str) -> Self {
+        Repair { path: path.to_string(), before, after, rule: rule.to_string() }
+    }
+
+    /// An unknown tool name taken as the one usable tool it matches ignoring case and separators.
+    pub fn named_tool(called: &str, tool: &str) -> Self {
+        Self::new("", Value::String(called.into()), Value::String(tool.into()), "tool-name")
+    }
+}
+
+/// Which repairs an executor makes; `repair: false` turns them all off.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct RepairOptions {
+    /// Malformed argument JSON.
+    pub json: bool,
+    /// Aliases and near-miss keys.
+    pub keys: bool,
+    /// Values of the wrong type, coerced to the declared one.
+    pub types: bool,
+    /// An unknown tool name that matches exactly one usable tool ignoring case and separators.
+    pub tool_names: bool,
+    /// The model's result says in one line what was adjusted, so that it can learn within the session.
+    pub note: bool,
+}
+
+impl Default for RepairOptions {
+    fn default() -> Self {
+        RepairOptions { json: true, keys: true, types: true, tool_names: false, note: true }
+    }
+}
+
+impl RepairOptions {
+    pub fn off() -> Self {
+        RepairOptions { json: false, keys: false, types: false, tool_names: false, note: false }
+    }
+}
+
+/// The line a result carries when its call was repaired.
+pub fn note(repairs: &[Repair]) -> String {
+    let shown: Vec<String> = repairs.iter().take(6).map(describe).collect();
+    let more = if repairs.len() > 6 { format!("; and {} more", repairs.len() - 6) } else { String::new() };
+    format!("\n[arguments adjusted before running: {}{more}]", shown.join("; "))
+}
+
+fn describe(r: &Repair) -> String {
+    let short = |v: &Value| {
+        let text = v.to_string();
+        if text.chars().count() > 40 {
+            format!("{}…", text.chars().take(40).collect::<String>())
+        } else {
+            text
+        }
+    };
+    match r.rule.as_str() {
+        "tool-name" => format!("tool {} → {}", short(&r.before), short(&r.after)),
+        rule if rule.starts_with("json-") => format!("{} in the JSON", rule.trim_start_matches("json-").replace('-', " ")),
+        "alias" | "key-case" | "key-underscore" | "key-typo" => format!("key {} → {}", short(&r.before), short(&r.after)),
+        "null-omitted" => format!("{} null omitted", r.path),
+        _ => format!("{} {} → {}", r.path, short(&r.before), short(&r.after)),
+    }
+}
+
+// ── JSON text ───────────────────────────────────────────────────────────────────────────────────────────────────
+
+/// Mends argument text that is not valid JSON but whose intent is plain; None when it is not (the parser's error
+/// stands). Returns the value and one repair per kind of fix.
+pub fn repair_json(text: &str) -> Option<(Value, Vec<Repair>)> {
+    let mut fixes: Vec<&'static str> = Vec::new();
+    let mut body = text.trim();
+    if let Some(inner) = strip_fence(body) {
+        fixes.push("json-code-fence");
+        body = inner;
+    }
+    let mended = Mender::new(body).run(&mut fixes)?;
+    let value: Value = serde_json::from_str(&mended).ok()?;
+    let repairs = fixes.into_iter().map(|rule| Repair::new("", Value::Null, Value::Null, rule)).collect();
+    Some((value, repairs))
+}
+
+/// The text inside a Markdown code fence (```json … ```), when the whole text is one.
+fn strip_fence(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix("```")?;
+    let rest = rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric());
+    Some(rest.strip_suffix("```").unwrap_or(rest).trim())
+}
+
+/// One pass over lenient JSON, writing strict JSON.
+struct Mender<'a> {
+    chars: std::iter::Peekable<std::str::CharIndices<'a>>,
+    out: String,
+    /// Open containers: '{' or '['.
+    stack: Vec<char>,
+    /// In an object, where a key (or its closing brace) comes next.
+    want_key: bool,
+}
+
+impl<'a> Mender<'a> {
+    fn new(text: &'a str) -> Self {
+        Mender { chars: text.char_indices().peekable(), out: String::with_capacity(text.len() + 8), stack: Vec::new(), want_key: false }
+    }
+
+    fn fix(fixes: &mut Vec<&'static str>, rule: &'static str) {
+        if !fixes.contains(&rule) {
+            fixes.push(rule);
+        }
+    }
+
+    fn run(mut self, fixes: &mut Vec<&'static str>) -> Option<String> {
+        let mut seen_value = false;
+        while let Some((_, c)) = self.chars.next() {
+            match c {
+                c if c.is_whitespace() => self.out.push(c),
+                '{' | '[' => {
+                    if self.stack.is_empty() && seen_value {
+                        return None; // two values glued together
+                    }
+                    seen_value = true;
+                    self.stack.push(c);
+                    self.out.push(c);
+                    self.want_key = c == '{';
+                }
+                '}' | ']' => {
+                    let open = if c == '}' { '{' } else { '[' };
+                    if self.stack.pop() != Some(open) {
+                        return None;
+                    }
+                    self.drop_trailing_comma(fixes);
+                    self.out.push(c);
+                    self.want_key = false;
+                }
+                ',' => {
+                    self.out.push(',');
+                    self.want_key = self.stack.last() == Some(&'{');
+                }
+                ':' => {
+                    self.out.push(':');
+                    self.want_key = false;
+                }
+                '"' | '\'' => {
+                    if c == '\'' {
+                        Self::fix(fixes, "json-single-quotes");
+                    }
+                    if !self.string(c, fixes) {
+                        Self::fix(fixes, "json-truncated");
+                        return self.close();
+                    }
+                    seen_value = true;
+                }
+                c if c.is_ascii_alphabetic() || c == '_' || c == '$' => {
+                    let word = self.word(c);
+                    let key = self.want_key && self.next_is_colon();
+                    match word.as_str() {
+                        _ if key => {
+                            Self::fix(fixes, "json-unquoted-keys");
+                            self.out.push_str(&Value::String(word).to_string());
+                        }
+                        "true" | "false" | "null" => self.out.push_str(&word),
+                        "True" | "False" | "None" => {
+                            Self::fix(fixes, "json-python-literals");
+                            self.out.push_str(match word.as_str() {
+                                "True" => "true",
+                                "False" => "false",
+                                _ => "null",
+                            });
+                        }
+                        _ => return None, // a bare word: what did it mean?
+                    }
+                    seen_value = true;
+                }
+                c if c.is_ascii_digit() || c == '-' || c == '.' || c == '+' => {
+                    self.out.push(c);
+                    while let Some(&(_, d)) = self.chars.peek() {
+                        if !(d.is_ascii_alphanumeric() || matches!(d, '.' | '-' | '+')) {
+                            break;
+                        }
+                        self.out.push(d);
+                        self.chars.next();
+                    }
+                    seen_value = true;
+                }
+                _ => return None,
+            }
+        }
+        if !self.stack.is_empty() {
+            Self::fix(fixes, "json-truncated");
+        }
+        self.close()
+    }
+
+    /// Copies a string (from either quote) as a JSON string; false when the text ends inside it.
+    fn string(&mut self, quote: char, fixes: &mut Vec<&'static str>) -> bool {
+        let mut content = String::new();
+        loop {
+            let Some((_, c)) = self.chars.next() else {
+                self.out.push_str(&Value::String(content).to_string());
+                return false;
+            };
+            match c {
+                '\\' => match self.chars.next() {
+                    Some((_, '\'')) => content.push('\''),
+                    Some((_, e)) => {
+                        // Re-read the escape the JSON way; an invalid one is kept literally.
+                        let escaped = format!("\"\\{e}\"");
+                        match serde_json::from_str::<String>(&escaped) {
+                            Ok(s) => content.push_str(&s),
+                            Err(_) if e == 'u' => {
+                                let hex: String = (0..4).filter_map(|_| self.chars.next().map(|(_, h)| h)).collect();
+                                match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
+                                    Some(ch) => content.push(ch),
+                                    None => return false,
+                                }
+                            }
+                            Err(_) => {
+                                content.push('\\');
+                                content.push(e);
+                            }
+                        }
+                    }
+                    None => {
+                        self.out.push_str(&Value::String(content).to_string());
+                        return false;
+                    }
+                },
+                c if c == quote => break,
+                '\n' if quote == '"' => {
+                    Self::fix(fixes, "json-control-characters");
+                    content.push('\n');
+                }
+                c => content.push(c),
+            }
+        }
+        self.out.push_str(&Value::String(content).to_string());
+        true
+    }
+
+    fn word(&mut self, first: char) -> String {
+        let mut word = String::from(first);
+        while let Some(&(_, c)) = self.chars.peek() {
+            if !(c.is_ascii_alphanumeric() || c == '_' || c == '$' || c == '-') {
+                break;
+            }
+            word.push(c);
+            self.chars.next();
+        }
+        word
+    }
+
+    fn next_is_colon(&mut self) -> bool {
+        let rest: String = self.chars.clone().map(|(_, c)| c).take_while(|c| c.is_whitespace() || *c == ':').collect();
+        rest.contains(':')
+    }
+
+    /// A comma right before a closing bracket goes.
+    fn drop_trailing_comma(&mut self, fixes: &mut Vec<&'static str>) {
+        let trimmed = self.out.trim_end();
+        if trimmed.ends_with(',') {
+            let cut = trimmed.len() - 1;
+            self.out.truncate(cut);
+            Self::fix(fixes, "json-trailing-commas");
+        }
+    }
+
+    /// The text ended: a member left without its value goes, then every open container is closed.
+    fn close(mut self) -> Option<String> {
+        loop {
+            let trimmed = self.out.trim_end();
+            if trimmed.ends_with(',') {
+                let cut = trimmed.len() - 1;
+                self.out.truncate(cut);
+            } else if let Some(before) = trimmed.strip_suffix(':') {
+                // `"key":` with no value: the member goes (its key is the last JSON string before the colon).
+                let start = last_string_start(before)?;
+                self.out.truncate(start);
+            } else {
+                break;
+            }
+        }
+        let trimmed = self.out.trim_end();
+        // An object cut right after a key (`{"a": 1, "b"`): the key goes too.
+        if self.stack.last() == Some(&'{') && self.want_key && trimmed.ends_with('"') && !trimmed.ends_with("{\"") {
+            if let Some(start) = last_string_start(trimmed) {
+                let before = self.out[..start].trim_end();
+                if before.ends_with(',') || before.ends_with('{') {
+                    let cut = if before.ends_with(',') { before.len() - 1 } else { before.len() };
+                    self.out.truncate(cut);
+                }
+            }
+        }
+        while let Some(open) = self.stack.pop() {
+            self.out.push(if open == '{' { '}' } else { ']' });
+        }
+        Some(self.out)
+    }
+}
+
+/// Where the JSON string that ends `text` starts (its opening quote).
+fn last_string_start(text: &str) -> Option<usize> {
+    let body = text.strip_suffix('"')?;
+    let bytes = body.as_bytes();
+    let mut i = bytes.len();
+    while i > 0 {
+        i -= 1;
+        if bytes[i] == b'"' {
+            let backslashes = bytes[..i].iter().rev().take_while(|&&b| b == b'\\').count();
+            if backslashes % 2 == 0 {
+                return Some(i);
+            }
+        }
+    }
+    None
+}
+
+// ── Keys and types ─────────────────────────────────────────────────────────────────────────────────────────────
+
+/// Repairs keys and types of `args` against `schema` in place; returns what changed. `aliases` maps a top-level
+/// alias to its property.
+pub fn repair_args(schema: &Value, args: &mut Value, aliases: &Map<String, Value>, options: &RepairOptions) -> Vec<Repair> {
+    let mut repairs = Vec::new();
+    let mut walk = Walk { root: schema, options, repairs: &mut repairs };
+    walk.value(schema, args, "", Some(aliases), 0);
+    repairs
+}
+
+struct Walk<'a, 'r> {
+    root: &'a Value,
+    options: &'a RepairOptions,
+    repairs: &'r mut Vec<Repair>,
+}
+
+/// Nesting deeper than this is left alone (and a `$ref` cycle cannot loop).
+const MAX_DEPTH: usize = 32;
+
+impl<'a> Walk<'a, '_> {
+    /// A schema with a local `$ref` followed.
+    fn resolve(&self, schema: &'a Value) -> &'a Value {
+        let mut schema = schema;
+        for _ in 0..8 {
+            let Some(reference) = schema.get("$ref").and_then(Value::as_str) else { break };
+            let Some(target) = reference.strip_prefix('#').and_then(|pointer| self.root.pointer(pointer)) else { break };
+            schema = target;
+        }
+        schema
+    }
+
+    fn value(&mut self, schema: &'a Value, value: &mut Value, path: &str, aliases: Option<&Map<String, Value>>, depth: usize) {
+        if depth > MAX_DEPTH {
+            return;
+        }
+        let schema = self.resolve(schema);
+        if self.options.types {
+            self.coerce(schema, value, path);
+        }
+        match value {
+            Value::Object(map) => {
+                let Some(Value::Object(properties)) = schema.get("properties") else { return };
+                if self.options.keys {
+                    self.keys(properties, map, path, aliases);
+                }
+                let required = required(schema);
+                let keys: Vec<String> = map.keys().cloned().collect();
+                for key in keys {
+                    let Some(property) = properties.get(&key) else { continue };
+                    let child = format!("{path}/{}", key.replace('~', "~0").replace('/', "~1"));
+                    if self.options.types && map[&key].is_null() && !required.contains(&key.as_str()) && !allows_null(self.resolve(property)) {
+                        map.remove(&key);
+                        self.repairs.push(Repair::new(&child, Value::Null, Value::Null, "null-omitted"));
+                        continue;
+                    }
+                    self.value(property, map.get_mut(&key).expect("listed"), &child, None, depth + 1);
+                }
+            }
+            Value::Array(items) => {
+                let Some(item_schema) = schema.get("items").filter(|s| s.is_object()) else { return };
+                for (i, item) in items.iter_mut().enumerate() {
+                    self.value(item_schema, item, &format!("{path}/{i}"), None, depth + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Keys the schema does not know, mapped to the one property they plainly meant.
+    fn keys(&mut self, properties: &Map<String, Value>, map: &mut Map<String, Value>, path: &str, aliases: Option<&Map<String, Value>>) {
+        let unknown: Vec<String> = map.keys().filter(|k| !properties.contains_key(*k)).cloned().collect();
+        for key in unknown {
+            let absent = |p: &str, map: &Map<String, Value>| properties.contains_key(p) && !map.contains_key(p);
+            let alias = aliases.and_then(|a| a.get(&key)).and_then(Value::as_str).filter(|p| absent(p, map));
+            let target = match alias {
+                Some(p) => Some((p.to_string(), "alias")),
+                None => closest_property(&key, properties.keys().filter(|p| absent(p, map)).map(String::as_str)),
+            };
+            let Some((property, rule)) = target else { continue };
+            let value = map.remove(&key).expect("listed");
+            map.insert(property.clone(), value);
+            self.repairs.push(Repair::new(path, Value::String(key), Value::String(property), rule));
+        }
+    }
+
+    /// A value of the wrong type, as the declared type, when it converts without doubt.
+    fn coerce(&mut self, schema: &Value, value: &mut Value, path: &str) {
+        let types = declared_types(schema);
+        if let Some(fixed) = enum_case(schema, value) {
+            self.record(path, value, fixed, "enum-case");
+            return;
+        }
+        if types.is_empty() || types.iter().any(|t| has_type(value, t)) {
+            return;
+        }
+        for t in &types {
+            let (fixed, rule) = match (t.as_str(), &*value) {
+                ("integer", Value::String(s)) => (integer_from(s), "string-to-integer"),
+                ("integer", Value::Number(n)) => (n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15).map(|f| Value::from(f as i64)), "number-to-integer"),
+                ("number", Value::String(s)) => (number_from(s), "string-to-number"),
+                ("boolean", Value::String(s)) => (boolean_from(s), "string-to-boolean"),
+                ("string", Value::Number(n)) => (Some(Value::String(n.to_string())), "number-to-string"),
+                ("array", Value::String(s)) if s.trim_start().starts_with('[') => (json_of(s, Value::is_array), "json-string"),
+                ("object", Value::String(s)) if s.trim_start().starts_with('{') => (json_of(s, Value::is_object), "json-string"),
+                ("array", v) if !v.is_array() && !v.is_object() && !v.is_null() => (Some(Value::Array(vec![v.clone()])), "scalar-to-array"),
+                _ => (None, ""),
+            };
+            if let Some(fixed) = fixed {
+                self.record(path, value, fixed, rule);
+                return;
+            }
+        }
+    }
+
+    fn record(&mut self, path: &str, value: &mut Value, fixed: Value, rule: &str) {
+        let before = std::mem::replace(value, fixed);
+        self.repairs.push(Repair::new(path, before, value.clone(), rule));
+    }
+}
+
+/// The one property a key plainly meant: the same ignoring case and separators, the key with a leading underscore,
+/// or a small edit away when exactly one property is that close. None when two are equally plausible.
+fn closest_property<'p>(key: &str, candidates: impl Iterator<Item = &'p str> + Clone) -> Option<(String, &'static str)> {
+    let unique = |rule: &'static str, matches: Vec<&'p str>| match matches.as_slice() {
+        [only] => Some(Some((only.to_string(), rule))),
+        [] => None,
+        _ => Some(None), // ambiguous: stop looking
+    };
+    let folded = fold(key);
+    if let Some(found) = unique("key-case", candidates.clone().filter(|p| fold(p) == folded).collect()) {
+        return found;
+    }
+    if let Some(found) = unique("key-underscore", candidates.clone().filter(|p| p.trim_start_matches('_') == key.trim_start_matches('_')).collect()) {
+        return found;
+    }
+    let limit = if folded.chars().count() <= 6 { 1 } else { 2 };
+    let distances: Vec<(usize, &str)> = candidates.map(|p| (edit_distance(&folded, &fold(p)), p)).filter(|(d, _)| *d <= limit).collect();
+    let best = distances.iter().map(|(d, _)| *d).min()?;
+    unique("key-typo", distances.into_iter().filter(|(d, _)| *d == best).map(|(_, p)| p).collect()).flatten()
+}
+
+fn required(schema: &Value) -> Vec<&str> {
+    schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
+}
+
+fn declared_types(schema: &Value) -> Vec<String> {
+    match schema.get("type") {
+        Some(Value::String(t)) => vec![t.clone()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).map(String::from).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn allows_null(schema: &Value) -> bool {
+    let types = declared_types(schema);
+    let enum_null = schema.get("enum").and_then(Value::as_array).is_some_and(|e| e.contains(&Value::Null));
+    types.iter().any(|t| t == "null") || enum_null || (types.is_empty() && schema.get("enum").is_none())
+}
+
+fn has_type(value: &Value, t: &str) -> bool {
+    match t {
+        "string" => value.is_string(),
+        "number" => value.is_number(),
+        "integer" => value.as_f64().is_some_and(|f| f.fract() == 0.0),
+        "boolean" => value.is_boolean(),
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        "null" => value.is_null(),
+        _ => true,
+    }
+}
+
+/// A string that is not one of the enum's values, but is exactly one of them ignoring case.
+fn enum_case(schema: &Value, value: &Value) -> Option<Value> {
+    let options = schema.get("enum")?.as_array()?;
+    let s = value.as_str()?;
+    if options.iter().any(|o| o.as_str() == Some(s)) {
+        return None;
+    }
+    let lower = s.trim().to_lowercase();
+    let matches: Vec<&Value> = options.iter().filter(|o| o.as_str().is_some_and(|o| o.to_lowercase() == lower)).collect();
+    match matches.as_slice() {
+        [only] => Some((*only).clone()),
+        _ => None,
+    }
+}
+
+fn number_from(s: &str) -> Option<Value> {
+    let t = s.trim();
+    let plain = !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'+' | b'e' | b'E'));
+    let f: f64 = t.parse().ok().filter(|f: &f64| f.is_finite() && plain)?;
+    if f.fract() == 0.0 && f.abs() < 9.0e15 && !t.contains(['.', 'e', 'E']) {
+        return Some(Value::from(f as i64));
+    }
+    Number::from_f64(f).map(Value::Number)
+}
+
+fn integer_from(s: &str) -> Option<Value> {
+    match number_from(s)? {
+        Value::Number(n) if n.is_i64() || n.is_u64() => Some(Value::Number(n)),
+        Value::Number(n) => n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15).map(|f| Value::from(f as i64)),
+        _ => None,
+    }
+}
+
+fn boolean_from(s: &str) -> Option<Value> {
+    match s.trim().to_lowercase().as_str() {
+        "true" => Some(Value::Bool(true)),
+        "false" => Some(Value::Bool(false)),
+        _ => None,
+    }
+}
+
+fn json_of(s: &str, is_kind: fn(&Value) -> bool) -> Option<Value> {
+    serde_json::from_str::<Value>(s).ok().filter(is_kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn mend(text: &str) -> Option<(Value, Vec<String>)> {
+        repair_json(text).map(|(v, r)| (v, r.into_iter().map(|r| r.rule).collect()))
+    }
+
+    #[test]
+    fn mends_json_whose_intent_is_plain() {
+        let cases = [
+            ("```json\n{\"q\": \"x\"}\n```", json!({"q": "x"}), "json-code-fence"),
+            ("{\"q\": \"x\", \"n\": [1, 2,],}", json!({"q": "x", "n": [1, 2]}), "json-trailing-commas"),
+            ("{'q': 'it\\'s \"x\"'}", json!({"q": "it's \"x\""}), "json-single-quotes"),
+            ("{q: \"x\", max_results: 5}", json!({"q": "x", "max_results": 5}), "json-unquoted-keys"),
+            ("{\"a\": True, \"b\": None, \"c\": False}", json!({"a": true, "b": null, "c": false}), "json-python-literals"),
+            ("{\"q\": \"rust\", \"n\": 5", json!({"q": "rust", "n": 5}), "json-truncated"),
+            ("{\"q\": \"ru", json!({"q": "ru"}), "json-truncated"),
+            ("{\"q\": \"rust\", \"n\":", json!({"q": "rust"}), "json-truncated"),
+            ("{\"q\": \"rust\", \"n\"", json!({"q": "rust"}), "json-truncated"),
+            ("{\"a\": {\"b\": [1, 2", json!({"a": {"b": [1, 2]}}), "json-truncated"),
+        ];
+        for (text, want, rule) in cases {
+            let (value, rules) = mend(text).unwrap_or_else(|| panic!("{text} not mended"));
+            assert_eq!(value, want, "{text}");
+            assert!(rules.contains(&rule.to_string()), "{text}: {rules:?}");
+        }
+    }
+
+    #[test]
+    fn leaves_what_it_cannot_read() {
+        for text in ["{\"q\": rust}", "q=rust", "{\"a\": 1}{\"b\": 2}", "{\"a\": 1]]", "{\"a\" 1}"] {
+            assert_eq!(repair_json(text), None, "{text}");
+        }
+    }
+
+    fn fix(schema: Value, mut args: Value) -> (Value, Vec<String>) {
+        let repairs = repair_args(&schema, &mut args, &Map::new(), &RepairOptions::default());
+        (args, repairs.into_iter().map(|r| r.rule).collect())
+    }
+
+    #[test]
+    fn keys_go_to_the_one_property_they_meant() {
+        let schema = json!({"type": "object", "properties": {"max_results": {"type": "integer"}, "_from": {"type": "string"}, "query": {"type": "string"}}});
+        assert_eq!(fix(schema.clone(), json!({"maxResults": 3})).0, json!({"max_results": 3}));
+        assert_eq!(fix(schema.clone(), json!({"from": "a"})).0, json!({"_from": "a"}));
+        assert_eq!(fix(schema.clone(), json!({"qeury": "a"})).0, json!({"query": "a"}));
+        // Not when the property is already there.
+        assert_eq!(fix(schema, json!({"qeury": "a", "query": "b"})).1, Vec::<String>::new());
+        let two = json!({"type": "object", "properties": {"start_date": {}, "end_date": {}, "lime": {}, "limit": {}}});
+        assert_eq!(fix(two.clone(), json!({"date": "x"})).1, Vec::<String>::new(), "two equally close: no guess");
+        assert_eq!(fix(two, json!({"limi": 1})).1, Vec::<String>::new(), "lime and limit are both one edit away");
+    }
+
+    #[test]
+    fn aliases_and_nested_keys() {
+        let schema = json!({"type": "object", "properties": {"query": {"type": "string"}, "filter": {"type": "object", "properties": {"date_range": {"type": "string"}}}}});
+        let aliases = json!({"q": "query"});
+        let mut args = json!({"q": "x", "filter": {"dateRange": "2024"}});
+        let repairs = repair_args(&schema, &mut args, aliases.as_object().unwrap(), &RepairOptions::default());
+        assert_eq!(args, json!({"query": "x", "filter": {"date_range": "2024"}}));
+        assert_eq!(repairs[0], Repair::new("", json!("q"), json!("query"), "alias"));
+        assert_eq!(repairs[1], Repair::new("/filter", json!("dateRange"), json!("date_range"), "key-case"));
+    }
+
+    #[test]
+    fn values_take_their_declared_type_when_they_convert_without_doubt() {
+        let schema = json!({"type": "object", "required": ["n"], "properties": {
+            "n": {"type": "integer"}, "x": {"type": "number"}, "b": {"type": "boolean"}, "s": {"type": "string"},
+            "tags": {"type": "array", "items": {"type": "integer"}}, "o": {"type": "object"}, "unit": {"enum": ["celsius", "fahrenheit"]},
+            "opt": {"type": "string"}}});
+        let (args, rules) = fix(schema.clone(), json!({"n": "3.0", "x": "1e2", "b": "TRUE", "s": 42, "tags": "7", "o": "{\"a\":1}", "unit": "Celsius", "opt": null}));
+        assert_eq!(args, json!({"n": 3, "x": 100.0, "b": true, "s": "42", "tags": [7], "o": {"a": 1}, "unit": "celsius"}));
+        assert_eq!(rules.len(), 9, "the tag is wrapped, then its item converted: {rules:?}");
+        for refused in [json!({"n": "3.5"}), json!({"n": "five"}), json!({"b": "maybe"}), json!({"unit": "kelvin"}), json!({"n": null})] {
+            let (after, rules) = fix(schema.clone(), refused.clone());
+            assert_eq!((after, rules), (refused, vec![]), "no doubtful conversion");
+        }
+    }
+
+    #[test]
+    fn a_value_of_the_right_type_is_never_touched() {
+        let schema = json!({"type": "object", "properties": {"zip": {"type": "string"}, "n": {"type": ["integer", "string"]}}});
+        assert_eq!(fix(schema, json!({"zip": "02139", "n": "5"})).1, Vec::<String>::new());
+    }
+}
