@@ -23,10 +23,12 @@ export declare class Engine {
   begin(callsJson: string, policyJson: string, turnJson: string, cancelled?: string | undefined | null): string
   complete(run: number, kind: string, payload: string): string
   /**
-   * A settlement that crosses as bytes: binary data, or large text or JSON as UTF-8 (cheaper than a string).
-   * A large one is shaped on another thread; its step comes from a later `expire`.
+   * A settlement that crosses as bytes: binary data, or large text or JSON as UTF-8. `more`: a slice, with more
+   * to come (the host encodes a large string a slice per turn of its event loop, so that encoding never stalls
+   * it); the run's time limits stop at the first slice. A large value is shaped on another thread; its step
+   * comes from a later `expire`.
    */
-  completeBytes(run: number, kind: string, data: Buffer): string
+  completeBytes(run: number, kind: string, data: Buffer, more?: boolean | undefined | null): string
   /** A JSON value with secrets redacted and its size capped, as a trace may show arguments. */
   snapshot(json: string): string
   readArtifact(path: string, offset: number, limit?: number | undefined | null): string

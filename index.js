@@ -27,8 +27,8 @@ const SPEC_FIELDS = [
 const TURN_OPTIONS = ['deadlineMs', 'stopOnError']
 /** How long `close()` waits for handlers still running after their calls ended, unless told otherwise. */
 const CLOSE_TIMEOUT_MS = 5_000
-/** Strings at least this long cross as UTF-8 bytes: cheaper than napi's string conversion, and the engine shapes
- * them off the JS thread. */
+/** Strings at least this long cross as UTF-8 bytes, a slice of this many characters per turn of the event loop:
+ * encoding 10 MB at once would stall the loop for 15–20 ms. The engine shapes them off the JS thread. */
 const LARGE_CHARS = 256 * 1024
 /** How often artifacts past their TTL are looked for. */
 const SWEEP_MS = 60_000
@@ -322,11 +322,20 @@ class ToolExecutor {
       // A getter or toJSON that throws while being read: the call fails, the turn goes on.
       [kind, payload] = ['unrepresentable', `reading it threw (${err?.message ?? String(err)})`]
     }
-    if (typeof payload === 'string' && payload.length < LARGE_CHARS) {
-      this.#apply(this.#engine.complete(run, kind, payload))
-    } else {
-      this.#apply(this.#engine.completeBytes(run, kind, typeof payload === 'string' ? Buffer.from(payload) : payload))
-    }
+    if (typeof payload !== 'string') this.#apply(this.#engine.completeBytes(run, kind, payload))
+    else if (payload.length < LARGE_CHARS) this.#apply(this.#engine.complete(run, kind, payload))
+    else this.#sendInSlices(run, kind, payload, 0)
+  }
+
+  /** A large string crosses a slice per turn of the event loop; no slice ends inside a surrogate pair. */
+  #sendInSlices(run, kind, text, from) {
+    let to = Math.min(text.length, from + LARGE_CHARS)
+    const code = text.charCodeAt(to - 1)
+    if (to < text.length && code >= 0xd800 && code <= 0xdbff) to -= 1
+    const more = to < text.length
+    const wire = this.#engine.completeBytes(run, kind, Buffer.from(text.slice(from, to)), more)
+    if (more) setImmediate(() => this.#sendInSlices(run, kind, text, to))
+    else this.#apply(wire)
   }
 
   #abort([run, kind]) {

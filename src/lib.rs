@@ -1,6 +1,7 @@
 //! The Node binding: conversions between JS and the core engine, and the wake-up from the deadline watcher.
 //! Data crosses as strings; the JS layer (index.js) runs the handlers and drives the engine.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -32,6 +33,8 @@ pub struct Engine {
     shaped: Arc<Mutex<Vec<Shaped>>>,
     /// Settlements handed to another thread and not taken in yet: the process must stay up for them.
     shaping: usize,
+    /// Large values arriving in slices, by run, until their last slice.
+    slices: HashMap<u32, Vec<u8>>,
 }
 
 fn fail(message: String) -> Error {
@@ -55,6 +58,7 @@ impl Engine {
             watching: false,
             shaped: Arc::new(Mutex::new(Vec::new())),
             shaping: 0,
+            slices: HashMap::new(),
         })
     }
 
@@ -109,12 +113,28 @@ impl Engine {
         self.answer(&env, step)
     }
 
-    /// A settlement that crosses as bytes: binary data, or large text or JSON as UTF-8 (cheaper than a string).
-    /// A large one is shaped on another thread; its step comes from a later `expire`.
+    /// A settlement that crosses as bytes: binary data, or large text or JSON as UTF-8. `more`: a slice, with more
+    /// to come (the host encodes a large string a slice per turn of its event loop, so that encoding never stalls
+    /// it); the run's time limits stop at the first slice. A large value is shaped on another thread; its step
+    /// comes from a later `expire`.
     #[napi]
-    pub fn complete_bytes(&mut self, env: Env, run: u32, kind: String, data: BufferSlice) -> Result<String> {
-        let large = data.len() >= OFF_THREAD_BYTES;
-        let outcome = Outcome::from_bytes(&kind, data.to_vec()).map_err(fail)?;
+    pub fn complete_bytes(&mut self, env: Env, run: u32, kind: String, data: BufferSlice, more: Option<bool>) -> Result<String> {
+        if more == Some(true) {
+            if !self.slices.contains_key(&run) && !self.inner.hold(run) {
+                return Ok(String::new()); // already answered (cancelled): the rest is a late settlement
+            }
+            self.slices.entry(run).or_default().extend_from_slice(&data);
+            return self.answer(&env, Step::default());
+        }
+        let bytes = match self.slices.remove(&run) {
+            Some(mut head) => {
+                head.extend_from_slice(&data);
+                head
+            }
+            None => data.to_vec(),
+        };
+        let large = bytes.len() >= OFF_THREAD_BYTES;
+        let outcome = Outcome::from_bytes(&kind, bytes).map_err(fail)?;
         if !large {
             let step = self.inner.complete(run, outcome, Instant::now());
             return self.answer(&env, step);

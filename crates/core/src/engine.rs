@@ -214,6 +214,8 @@ pub struct Engine {
     registry: Registry,
     turns: HashMap<u32, Turn>,
     runs: HashMap<u32, Run>,
+    /// Runs whose handlers returned while their value is still crossing from the host (see `hold`).
+    held: HashMap<u32, Run>,
     deadlines: Deadlines<Alarm>,
     /// Running handlers per tool, for tools with their own `maxConcurrency`.
     tool_running: HashMap<String, usize>,
@@ -277,6 +279,7 @@ impl Engine {
             registry: Registry::default(),
             turns: HashMap::new(),
             runs: HashMap::new(),
+            held: HashMap::new(),
             deadlines: Deadlines::default(),
             tool_running: HashMap::new(),
             held_back: BTreeSet::new(),
@@ -738,7 +741,7 @@ impl Engine {
 
     /// Forgets a run and its deadlines; returns where it belonged.
     fn end_run(&mut self, run: u32) -> Option<Run> {
-        let r = self.runs.remove(&run)?;
+        let r = self.runs.remove(&run).or_else(|| self.held.remove(&run))?;
         self.deadlines.disarm(r.total_at, Alarm::Total(run));
         if let Some((at, _)) = r.idle {
             self.deadlines.disarm(at, Alarm::Idle(run));
@@ -823,6 +826,19 @@ impl Engine {
 
     pub fn search_artifact(&self, path: &str, pattern: &str) -> Result<String, String> {
         self.shaper.artifacts.search(path, pattern)
+    }
+
+    /// The handler of `run` has returned and the host is still handing its value over (a large one crosses in
+    /// slices): its time limits no longer apply, and its turn's end no longer stops it. False when the run is
+    /// already over.
+    pub fn hold(&mut self, run: u32) -> bool {
+        let Some(mut r) = self.runs.remove(&run) else { return false };
+        self.deadlines.disarm(r.total_at, Alarm::Total(run));
+        if let Some((at, _)) = r.idle.take() {
+            self.deadlines.disarm(at, Alarm::Idle(run));
+        }
+        self.held.insert(run, r);
+        true
     }
 
     /// The host's `rollbackWhen` function judged the value `run` returned useless, for `reason`; the judge station

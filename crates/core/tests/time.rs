@@ -217,3 +217,21 @@ fn a_call_started_in_the_same_expiry_as_its_turn_deadline_is_never_started() {
     assert_eq!(results[1].attempts, 0);
     assert_eq!(h.log.iter().filter(|(e, _)| *e == "start").count(), 1, "b was never handed to the host");
 }
+
+#[test]
+fn a_value_still_crossing_is_neither_timed_out_nor_cancelled() {
+    let mut h = Host::new(json!({}));
+    h.tool(json!({"name": "big", "timeoutMs": 100}), Behaviour::Hang);
+    let turn = h.begin(json!([{"name": "big"}]), Policy::default());
+    let run = *h.running.keys().next().unwrap();
+    // The handler returned; its value crosses in slices, and meanwhile the limit passes and the turn is cancelled.
+    assert!(h.engine.hold(run));
+    h.advance_clock(500);
+    let step = h.engine.cancel(turn, "aborted by the caller", &[], h.now);
+    assert!(step.abort.is_empty() && step.done.is_empty(), "nothing to stop: the handler has returned");
+    let step = h.engine.complete(run, Outcome::Text("the value".into()), h.now);
+    h.apply(step);
+    let results = h.results(turn);
+    assert_eq!(results[0].output, "the value");
+    assert!(!h.engine.hold(run), "a run already over is not held");
+}
