@@ -122,6 +122,11 @@ export interface ToolSpec<Args = any, Ctx = ExecutionContext> {
   maxOutputChars?: number
   /** It reads the outside world (web pages, email, uploads): its output is fenced as data, not instructions. */
   untrusted?: boolean
+  /** Other names a model may use for a top-level property, e.g. `{ q: 'query' }` (applied in a call that fails
+   * validation, like every repair). */
+  aliases?: Record<string, string>
+  /** When a successful result is useless (an empty list, an error page): it gets `rollback: { reason }`. */
+  rollbackWhen?: RollbackRule | RollbackRule[] | ((value: unknown, ctx: { callId: string; toolName: string; context: Ctx | undefined }) => boolean | string | null | undefined)
   /** Refused unless the execution context lists the tool in `approvedTools`. */
   needsApproval?: boolean
   /** Replace a tool already registered under this name instead of throwing. */
@@ -146,6 +151,10 @@ export interface ExecutorOptions {
   redact?: RedactOptions | false
   /** Where outputs too long to show are saved, and for how long. */
   artifacts?: ArtifactOptions
+  /** Which near-miss calls are repaired (all but tool names by default); `false`: none. */
+  repair?: RepairOptions | false
+  /** After this many consecutive `rollback` flags in a session, results are no longer flagged. Default 3. */
+  maxConsecutiveRollbacks?: number
   /** The retry policy of tools that declare none (default: 2 retries, ×2 from 1 s, capped at 60 s); `false`: none. */
   retry?: RetryPolicy | false
   /** The result cache of idempotent tools: least recently used out first. */
@@ -159,6 +168,33 @@ export interface ExecutorOptions {
   /** Trace events, in batches (today: late settlements). */
   onTrace?: (events: TraceEvent[]) => void
 }
+
+export interface RepairOptions {
+  /** Malformed argument JSON: code fences, trailing commas, single quotes, unquoted keys, Python literals, a cut-off end. Default true. */
+  json?: boolean
+  /** Aliases and near-miss keys (case and separators, a leading underscore, one or two typos). Default true. */
+  keys?: boolean
+  /** Values of the wrong type, converted to the declared one when that is certain. Default true. */
+  types?: boolean
+  /** An unknown tool name that is one usable tool's name ignoring case and separators. Default false. */
+  toolNames?: boolean
+  /** The model's result says in one line what was adjusted. Default true. */
+  note?: boolean
+}
+
+/** One repair: where (a JSON pointer into the arguments; '' for the whole text or the tool name), before, after. */
+export interface Repair {
+  path: string
+  before: unknown
+  after: unknown
+  rule:
+    | 'json-code-fence' | 'json-trailing-commas' | 'json-single-quotes' | 'json-unquoted-keys' | 'json-python-literals'
+    | 'json-truncated' | 'json-control-characters' | 'alias' | 'key-case' | 'key-underscore' | 'key-typo'
+    | 'string-to-number' | 'string-to-integer' | 'number-to-integer' | 'string-to-boolean' | 'number-to-string'
+    | 'scalar-to-array' | 'json-string' | 'null-omitted' | 'enum-case' | 'tool-name'
+}
+
+export type RollbackRule = { emptyAt: string } | { startsWith: string } | { matches: string }
 
 export interface RedactOptions {
   /** The built-in rules (cloud and API keys, tokens, JWTs, private keys, `password=` assignments). Default true. */
@@ -310,7 +346,7 @@ export interface GenericToolCall {
 export type ToolCall = AnthropicToolUse | OpenAIResponsesFunctionCall | OpenAIChatToolCall | AISDKToolCall | GenericToolCall
 
 /** The stations a call reached. */
-export type Station = 'lookup' | 'parse' | 'validate' | 'permission' | 'invoke' | 'normalize' | 'shape'
+export type Station = 'lookup' | 'parse' | 'repair' | 'validate' | 'permission' | 'invoke' | 'normalize' | 'shape' | 'judge'
 /** One station's verdict on a call, as `"station:outcome"`, e.g. `"permission:allowed"`, `"invoke:timeout"`. */
 export type StationMark = `${Station | 'dedup' | 'cache' | 'rate_limit' | 'retry'}:${string}`
 
@@ -332,6 +368,10 @@ export interface ToolResultMetadata {
   redactions?: Record<string, number>
   /** A binary result's size and sniffed type (its data is in the artifact). */
   binary?: { bytes: number; mediaType: string }
+  /** What the repair station changed in the call before it ran. */
+  repairs?: Repair[]
+  /** The result matched `rollbackWhen`, but the session had reached `maxConsecutiveRollbacks`. */
+  rollbackSuppressed?: true
   /** Images the handler returned (`{ type: 'image', data, mediaType }`), for the formats that take them. */
   images?: ToolImage[]
   /** Every failed attempt before the last, when the call was retried. */
@@ -376,6 +416,8 @@ export interface ToolResult {
   attempts: number
   cached: boolean
   truncated: boolean
+  /** Set when the tool's `rollbackWhen` judged this success useless: undo the step and try another way. */
+  rollback?: { reason: string }
   metadata: ToolResultMetadata
 }
 

@@ -60,6 +60,23 @@ describe('redaction', () => {
     }
   })
 
+  it('keeps the key and redacts the value for assignments, headers, URLs and key blocks', async () => {
+    const pem = '-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi8aVQnCD8ZXpBfXe2z1K7Q5bX9\nq0W8vN3mK7xL2pR9wZ4yB6hJ1sF5dG0aC8eU3iO7tY2qW6rE9nM4kL1xP5vB8zH3\n-----END RSA PRIVATE KEY-----'
+    const cases = [
+      ['DB_PASSWORD=Xk9#mP2$vQ7wL4nR', 'DB_PASSWORD=[REDACTED:secret-assignment]'],
+      ['curl -H "Authorization: Bearer 8f3kLm29QpX7vN4wR6tY1zB5"', 'curl -H "Authorization: Bearer [REDACTED:bearer-token]"'],
+      ['postgres://app:Zq8Lp3Vx9Km2@db.internal:5432/app', 'postgres://app:[REDACTED:basic-auth-url]@db.internal:5432/app'],
+      ['token glpat-Xk9mP2vQ7wL4nR8tZ3yB end', 'token [REDACTED:gitlab-token] end'],
+      ['hook https://hooks.slack.com/services/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', 'hook https://hooks.slack.com/services/[REDACTED:slack-webhook]'],
+      [`key:\n${pem}\nend`, 'key:\n[REDACTED:private-key]\nend'],
+      ['aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ8vN3mK7x', 'aws_secret_access_key = [REDACTED:aws-secret-access-key]'],
+    ]
+    for (const [text, want] of cases) {
+      const { result } = await runOne(() => text)
+      assert.equal(result.output, want)
+    }
+  })
+
   it('redacts errors, stderr, stacks, nested structures and error codes', async () => {
     const key = SECRETS['github-token']
     const thrown = await runOne(() => {

@@ -104,3 +104,34 @@ async function boundedTurn(): Promise<void> {
   void [flags, dropped, bounded.stats().tools['lookup']?.cacheHits]
 }
 void boundedTurn
+
+// Shaping, repair and judge options.
+const shaped = new ToolExecutor({
+  previewChars: 1_000,
+  redact: { patterns: ['TICKET-[0-9]+', { name: 'ticket', pattern: 'T-[0-9]+' }], env: ['DB_URL'], emails: true },
+  artifacts: { dir: '/tmp/artifacts', maxBytes: 1 << 20, ttlMs: 60_000 },
+  repair: { toolNames: true, note: false },
+  maxConsecutiveRollbacks: 2,
+})
+shaped.registerArtifactTools().register({
+  name: 'fetch_page',
+  untrusted: true,
+  aliases: { u: 'url' },
+  parameters: { type: 'object', properties: { url: { type: 'string' } } },
+  rollbackWhen: [{ startsWith: 'ERROR' }, { emptyAt: '/items' }],
+  handler: () => '',
+})
+shaped.register({ name: 'judged', rollbackWhen: (value) => value === '' && 'empty', handler: () => '' })
+new ToolExecutor({ redact: false, repair: false })
+// @ts-expect-error a rollback rule has one of the known keys
+shaped.register({ name: 'bad_rule', rollbackWhen: { emptyish: '/x' }, handler: () => '' })
+async function shapedTurn(): Promise<void> {
+  const [r] = await shaped.execute([{ name: 'fetch_page', input: { url: 'https://example.com' } }])
+  const reason: string | undefined = r.rollback?.reason
+  const rules: string[] | undefined = r.metadata.repairs?.map((x) => x.rule)
+  const saved: string | undefined = r.metadata.artifactPath
+  const counts: Record<string, number> | undefined = r.metadata.redactions
+  const images = r.metadata.images?.map((i) => i.mediaType)
+  void [reason, rules, saved, counts, images]
+}
+void shapedTurn

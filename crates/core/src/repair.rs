@@ -85,7 +85,8 @@ fn describe(r: &Repair) -> String {
 // ── JSON text ───────────────────────────────────────────────────────────────────────────────────────────────────
 
 /// Mends argument text that is not valid JSON but whose intent is plain; None when it is not (the parser's error
-/// stands). Returns the value and one repair per kind of fix.
+/// stands). Text cut off at the end is closed only where no value was cut: a member left without its value (or
+/// with its key cut) goes, but a string value cut in the middle is not made up. Returns the value and one repair per kind of fix.
 pub fn repair_json(text: &str) -> Option<(Value, Vec<Repair>)> {
     let mut fixes: Vec<&'static str> = Vec::new();
     let mut body = text.trim();
@@ -163,6 +164,10 @@ impl<'a> Mender<'a> {
                         Self::fix(fixes, "json-single-quotes");
                     }
                     if !self.string(c, fixes) {
+                        // Cut inside a key, the member goes; cut inside a value, what was the rest of it?
+                        if !self.want_key {
+                            return None;
+                        }
                         Self::fix(fixes, "json-truncated");
                         return self.close();
                     }
@@ -456,22 +461,21 @@ impl<'a> Walk<'a, '_> {
 /// The one property a key plainly meant: the same ignoring case and separators, the key with a leading underscore,
 /// or a small edit away when exactly one property is that close. None when two are equally plausible.
 fn closest_property<'p>(key: &str, candidates: impl Iterator<Item = &'p str> + Clone) -> Option<(String, &'static str)> {
-    let unique = |rule: &'static str, matches: Vec<&'p str>| match matches.as_slice() {
-        [only] => Some(Some((only.to_string(), rule))),
-        [] => None,
-        _ => Some(None), // ambiguous: stop looking
+    let only = |matches: Vec<&str>| match matches.as_slice() {
+        [one] => Some(one.to_string()),
+        _ => None,
     };
     let folded = fold(key);
-    if let Some(found) = unique("key-case", candidates.clone().filter(|p| fold(p) == folded).collect()) {
-        return found;
-    }
-    if let Some(found) = unique("key-underscore", candidates.clone().filter(|p| p.trim_start_matches('_') == key.trim_start_matches('_')).collect()) {
-        return found;
+    let same: Vec<&str> = candidates.clone().filter(|p| fold(p) == folded).collect();
+    if !same.is_empty() {
+        let property = only(same)?; // two properties the same but for case or separators: no guess
+        let rule = if property.trim_start_matches('_') == key { "key-underscore" } else { "key-case" };
+        return Some((property, rule));
     }
     let limit = if folded.chars().count() <= 6 { 1 } else { 2 };
-    let distances: Vec<(usize, &str)> = candidates.map(|p| (edit_distance(&folded, &fold(p)), p)).filter(|(d, _)| *d <= limit).collect();
-    let best = distances.iter().map(|(d, _)| *d).min()?;
-    unique("key-typo", distances.into_iter().filter(|(d, _)| *d == best).map(|(_, p)| p).collect()).flatten()
+    let near: Vec<(usize, &str)> = candidates.map(|p| (edit_distance(&folded, &fold(p)), p)).filter(|(d, _)| *d <= limit).collect();
+    let best = near.iter().map(|(d, _)| *d).min()?;
+    only(near.into_iter().filter(|(d, _)| *d == best).map(|(_, p)| p).collect()).map(|p| (p, "key-typo"))
 }
 
 fn required(schema: &Value) -> Vec<&str> {
@@ -568,7 +572,6 @@ mod tests {
             ("{q: \"x\", max_results: 5}", json!({"q": "x", "max_results": 5}), "json-unquoted-keys"),
             ("{\"a\": True, \"b\": None, \"c\": False}", json!({"a": true, "b": null, "c": false}), "json-python-literals"),
             ("{\"q\": \"rust\", \"n\": 5", json!({"q": "rust", "n": 5}), "json-truncated"),
-            ("{\"q\": \"ru", json!({"q": "ru"}), "json-truncated"),
             ("{\"q\": \"rust\", \"n\":", json!({"q": "rust"}), "json-truncated"),
             ("{\"q\": \"rust\", \"n\"", json!({"q": "rust"}), "json-truncated"),
             ("{\"a\": {\"b\": [1, 2", json!({"a": {"b": [1, 2]}}), "json-truncated"),
@@ -582,7 +585,7 @@ mod tests {
 
     #[test]
     fn leaves_what_it_cannot_read() {
-        for text in ["{\"q\": rust}", "q=rust", "{\"a\": 1}{\"b\": 2}", "{\"a\": 1]]", "{\"a\" 1}"] {
+        for text in ["{\"q\": rust}", "q=rust", "{\"a\": 1}{\"b\": 2}", "{\"a\": 1]]", "{\"a\" 1}", "{\"q\": \"ru"] {
             assert_eq!(repair_json(text), None, "{text}");
         }
     }

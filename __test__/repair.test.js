@@ -1,0 +1,240 @@
+'use strict'
+// Repair and judge: almost-right calls made right from the schema (and said so), never a valid call changed, never
+// a guess; successful but useless results flagged for rollback, with a per-session limit.
+
+const { describe, it } = require('node:test')
+const assert = require('node:assert/strict')
+const { gateWith, assertFailure, assertSuccess, marks, collectWarnings } = require('./helpers')
+
+const SEARCH = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['query'],
+  properties: {
+    query: { type: 'string', minLength: 1 },
+    max_results: { type: 'integer', minimum: 1, maximum: 50 },
+    safe: { type: 'boolean' },
+    tags: { type: 'array', items: { type: 'string' } },
+    unit: { enum: ['metric', 'imperial'] },
+    filter: { type: 'object', additionalProperties: false, properties: { date_range: { type: 'string' }, lang: { type: 'string' } } },
+    _from: { type: 'string' },
+  },
+}
+
+/** An executor whose `search` tool echoes the arguments it got, so that a test sees what the handler saw. */
+function echo(options = {}, spec = {}) {
+  return gateWith([{ name: 'search', parameters: SEARCH, aliases: { q: 'query' }, handler: (args) => JSON.stringify(args), ...spec }], options)
+}
+
+const responsesCall = (args, id = 'c1', name = 'search') => ({ type: 'function_call', call_id: id, name, arguments: args })
+
+describe('repair', () => {
+  it('mends malformed argument JSON, says what it changed, and runs the call', async () => {
+    const { gate } = echo()
+    const results = await gate.execute([
+      responsesCall('```json\n{"query": "rust"}\n```', 'fence'),
+      responsesCall('{"query": "rust", "tags": ["a", "b",],}', 'commas'),
+      responsesCall("{'query': 'rust'}", 'quotes'),
+      responsesCall('{query: "rust", max_results: 3}', 'keys'),
+      responsesCall('{"query": "rust", "safe": True}', 'python'),
+      responsesCall('{"query": "rust", "max_results": 5', 'cut'),
+    ])
+    const handled = results.map((r) => JSON.parse(r.output.split('\n')[0]))
+    assert.deepEqual(handled, [
+      { query: 'rust' }, { query: 'rust', tags: ['a', 'b'] }, { query: 'rust' }, { query: 'rust', max_results: 3 },
+      { query: 'rust', safe: true }, { query: 'rust', max_results: 5 },
+    ])
+    assert.deepEqual(results.map((r) => r.metadata.repairs.map((x) => x.rule)), [
+      ['json-code-fence'], ['json-trailing-commas'], ['json-single-quotes'], ['json-unquoted-keys'], ['json-python-literals'], ['json-truncated'],
+    ])
+    assert.deepEqual(marks(results[1]).slice(0, 3), ['lookup:found', 'parse:mended', 'validate:ok'])
+    assert.equal(results[1].output.split('\n')[1], '[arguments adjusted before running: trailing commas in the JSON]')
+  })
+
+  it('keeps the parser error for JSON it cannot read', async () => {
+    const { gate, calls } = echo()
+    const [bare, glued] = await gate.execute([responsesCall('{"query": rust}'), responsesCall('{"query": "a"}{"query": "b"}', 'c2')])
+    assertFailure(bare, 'invalid_arguments', 'The arguments are not valid JSON (expected value at line 1 column 11)')
+    assertFailure(glued, 'invalid_arguments', 'not valid JSON (trailing characters')
+    assert.equal(calls.search, 0)
+  })
+
+  it('maps aliases and near-miss keys to the one property they meant, nested ones too', async () => {
+    const { gate } = echo()
+    const cases = [
+      [{ q: 'a' }, { query: 'a' }, 'alias'],
+      [{ query: 'a', maxResults: 2 }, { query: 'a', max_results: 2 }, 'key-case'],
+      [{ query: 'a', 'max-results': 2 }, { query: 'a', max_results: 2 }, 'key-case'],
+      [{ query: 'a', from: 'x' }, { query: 'a', _from: 'x' }, 'key-underscore'],
+      [{ qeury: 'a' }, { query: 'a' }, 'key-typo'],
+      [{ query: 'a', filter: { dateRange: '7d' } }, { query: 'a', filter: { date_range: '7d' } }, 'key-case'],
+    ]
+    const results = await gate.execute(cases.map(([input], i) => ({ id: `k${i}`, name: 'search', input })))
+    results.forEach((r, i) => {
+      assertSuccess(r)
+      assert.deepEqual(JSON.parse(r.output.split('\n')[0]), cases[i][1])
+      assert.equal(r.metadata.repairs[0].rule, cases[i][2])
+    })
+    assert.deepEqual(results[5].metadata.repairs, [{ path: '/filter', before: 'dateRange', after: 'date_range', rule: 'key-case' }])
+    assert.deepEqual(marks(results[0]).slice(0, 4), ['lookup:found', 'parse:ok', 'repair:applied', 'validate:ok'])
+  })
+
+  it('coerces values to the declared type only where they fail it', async () => {
+    const { gate } = echo()
+    const [r] = await gate.execute([{ name: 'search', input: { query: 42, max_results: '3.0', safe: 'false', tags: 'rust', unit: 'Metric', filter: '{"lang":"en"}', _from: null } }])
+    assertSuccess(r)
+    assert.deepEqual(JSON.parse(r.output.split('\n')[0]), { query: '42', max_results: 3, safe: false, tags: ['rust'], unit: 'metric', filter: { lang: 'en' } })
+    assert.deepEqual(r.metadata.repairs.map((x) => [x.path, x.rule]), [
+      ['/query', 'number-to-string'], ['/max_results', 'string-to-integer'], ['/safe', 'string-to-boolean'], ['/tags', 'scalar-to-array'],
+      ['/unit', 'enum-case'], ['/filter', 'json-string'], ['/_from', 'null-omitted'],
+    ])
+    assert.deepEqual(r.metadata.repairs[1], { path: '/max_results', before: '3.0', after: 3, rule: 'string-to-integer' })
+  })
+
+  it('never changes a call that was already valid', async () => {
+    const loose = { type: 'object', properties: { zip: { type: 'string' }, limit: { type: 'integer' } } }
+    const { gate } = gateWith([{ name: 'geo', parameters: loose, handler: (args) => JSON.stringify(args) }])
+    const input = { zip: '02139', limt: 'x', Limit: 3, extra: null }
+    const [r] = await gate.execute([{ name: 'geo', input }])
+    assertSuccess(r, JSON.stringify(input))
+    assert.equal(r.metadata.repairs, undefined)
+    assert.ok(!marks(r).includes('repair:applied'))
+  })
+
+  it('does not guess: ambiguous keys and doubtful values keep the original error', async () => {
+    const two = { type: 'object', additionalProperties: false, properties: { start_date: { type: 'string' }, end_date: { type: 'string' } } }
+    const { gate, calls } = gateWith([
+      { name: 'search', parameters: SEARCH },
+      { name: 'range', parameters: two },
+    ])
+    const results = await gate.execute([
+      { id: 'a', name: 'range', input: { date: '2026-01-01' } },
+      { id: 'b', name: 'search', input: { query: 'x', max_results: '3.5' } },
+      { id: 'c', name: 'search', input: { query: 'x', safe: 'maybe' } },
+      { id: 'd', name: 'search', input: { query: 'x', unit: 'kelvin' } },
+      { id: 'e', name: 'search', input: { query: 'x', max_results: 'five' } },
+    ])
+    assertFailure(results[0], 'invalid_arguments', 'unexpected property "date"')
+    assertFailure(results[1], 'invalid_arguments', '/max_results: must be an integer, got a string')
+    assertFailure(results[2], 'invalid_arguments', '/safe: must be a boolean, got a string')
+    assertFailure(results[3], 'invalid_arguments', '/unit: must be one of')
+    assertFailure(results[4], 'invalid_arguments', '/max_results: must be an integer')
+    for (const r of results) assert.equal(r.metadata.repairs, undefined)
+    assert.deepEqual(calls, { search: 0, range: 0 })
+  })
+
+  it('reports the original error when a repair still fails validation', async () => {
+    const { gate, calls } = echo()
+    // The key is repaired, but max_results is out of range either way: the error names the call as sent.
+    const [keyed] = await gate.execute([{ name: 'search', input: { qeury: 'x', max_results: 99 } }])
+    assertFailure(keyed, 'invalid_arguments', 'missing required property "query"', '/max_results: must be at most 50')
+    assert.equal(keyed.metadata.repairs, undefined)
+    // Mended JSON that fails the schema: the parser's error stands.
+    const [mended] = await gate.execute([responsesCall('{"query": "", }')])
+    assertFailure(mended, 'invalid_arguments', 'The arguments are not valid JSON (trailing comma at line 1 column 15)')
+    assert.equal(calls.search, 0)
+  })
+
+  it('can stay quiet about repairs, or be turned off', async () => {
+    const quiet = echo({ repair: { note: false } })
+    const [r] = await quiet.gate.execute([{ name: 'search', input: { q: 'a' } }])
+    assertSuccess(r, '{"query":"a"}')
+    assert.equal(r.metadata.repairs.length, 1)
+    const off = echo({ repair: false })
+    const [refused] = await off.gate.execute([{ name: 'search', input: { q: 'a' } }, responsesCall('{"query": "a",}', 'c2')])
+    assertFailure(refused, 'invalid_arguments', 'unexpected property "q"')
+  })
+
+  it('corrects an unknown tool name only when asked, only to a tool the context may use, and says so', async () => {
+    const tools = [{ name: 'web_search' }, { name: 'read_file' }, { name: 'delete_file' }]
+    const plain = gateWith(tools)
+    const [refused] = await plain.gate.execute([{ name: 'web-search' }])
+    assertFailure(refused, 'unknown_tool', 'Did you mean "web_search"?')
+    const { gate, calls } = gateWith(tools, { repair: { toolNames: true } })
+    const [fixed, hidden, typo] = await gate.execute([{ id: 'a', name: 'WebSearch' }, { id: 'b', name: 'Delete-File' }, { id: 'c', name: 'web_serch' }], {
+      context: { deniedTools: ['delete_file'] },
+    })
+    assertSuccess(fixed, 'ok\n[arguments adjusted before running: tool "WebSearch" → "web_search"]')
+    assert.equal(fixed.name, 'web_search')
+    assert.deepEqual(fixed.metadata.repairs, [{ path: '', before: 'WebSearch', after: 'web_search', rule: 'tool-name' }])
+    assert.equal(marks(fixed)[0], 'lookup:corrected')
+    assertFailure(hidden, 'unknown_tool')
+    assert.ok(!hidden.error.includes('delete_file'), 'a tool the context may not use is never named')
+    assertFailure(typo, 'unknown_tool', 'Did you mean "web_search"?')
+    assert.deepEqual(calls, { web_search: 1, read_file: 0, delete_file: 0 })
+  })
+
+  it('refuses aliases that do not name a property, at registration', () => {
+    assert.throws(() => echo({}, { aliases: { q: 'nope' } }), /aliases: "q" must map to the name of a declared property/)
+    assert.throws(() => echo({}, { aliases: { query: 'max_results' } }), /"query" is a property itself/)
+  })
+})
+
+describe('judge: rollbackWhen', () => {
+  const serp = (organic) => () => ({ query: 'x', organic })
+
+  it('flags a success that is empty at a pointer, starts with a prefix or matches a pattern', async () => {
+    const { gate } = gateWith([
+      { name: 'empty', handler: serp([]), rollbackWhen: { emptyAt: '/organic' } },
+      { name: 'full', handler: serp([{ title: 't' }]), rollbackWhen: { emptyAt: '/organic' } },
+      { name: 'prefixed', handler: () => 'ERROR: quota exceeded', rollbackWhen: [{ startsWith: 'ERROR:' }, { matches: '(?i)no results' }] },
+      { name: 'matched', handler: () => 'Sorry, No Results found', rollbackWhen: [{ startsWith: 'ERROR:' }, { matches: '(?i)no results' }] },
+      { name: 'failing', handler: () => { throw new Error('down') }, rollbackWhen: { startsWith: 'Error' } },
+    ])
+    const [empty, full, prefixed, matched, failing] = await gate.execute(['empty', 'full', 'prefixed', 'matched', 'failing'].map((name) => ({ name })))
+    assert.deepEqual(empty.rollback, { reason: 'nothing at /organic' })
+    assert.equal(marks(empty).at(-1), 'judge:rollback')
+    assert.equal(full.rollback, undefined)
+    assert.equal(marks(full).at(-1), 'judge:ok')
+    assert.deepEqual(prefixed.rollback, { reason: 'the output starts with "ERROR:"' })
+    assert.deepEqual(matched.rollback, { reason: 'the output matches /(?i)no results/' })
+    assert.equal(failing.rollback, undefined, 'failures are not judged: they already failed')
+    assert.equal(empty.success, true, 'a flagged result is still a success')
+  })
+
+  it('takes a function that judges the returned value', async () => {
+    const { gate } = gateWith([
+      { name: 'reason', handler: () => ({ hits: 0 }), rollbackWhen: (value) => value.hits === 0 && 'no hits' },
+      { name: 'yes', handler: () => 'x', rollbackWhen: () => true },
+      { name: 'no', handler: () => 'x', rollbackWhen: (_v, ctx) => ctx.toolName !== 'no' },
+    ])
+    const [reason, yes, no] = await gate.execute([{ name: 'reason' }, { name: 'yes' }, { name: 'no' }])
+    assert.deepEqual(reason.rollback, { reason: 'no hits' })
+    assert.deepEqual(yes.rollback, { reason: "the tool's rollbackWhen function flagged the result" })
+    assert.equal(no.rollback, undefined)
+  })
+
+  it('treats a judge function that throws as no verdict, with a warning', async () => {
+    const w = collectWarnings()
+    const { gate } = gateWith([{ name: 't', handler: () => 'x', rollbackWhen: () => { throw new Error('oops') } }])
+    const [r] = await gate.execute([{ name: 't' }])
+    await new Promise((resolve) => setImmediate(resolve))
+    w.stop()
+    assertSuccess(r, 'x')
+    assert.equal(r.rollback, undefined)
+    assert.ok(w.warnings.some((x) => /rollbackWhen function of "t" threw: oops/.test(x.message)))
+  })
+
+  it('stops raising the flag after the session limit of consecutive rollbacks, until one passes', async () => {
+    let organic = []
+    const { gate } = gateWith([{ name: 'search', handler: () => ({ organic }), rollbackWhen: { emptyAt: '/organic' } }], { maxConsecutiveRollbacks: 2 })
+    const run = async (sessionId) => (await gate.execute([{ name: 'search' }], { context: { sessionId } }))[0]
+    const flags = []
+    for (let i = 0; i < 3; i++) flags.push((await run('s1')).rollback?.reason ?? 'none')
+    assert.deepEqual(flags, ['nothing at /organic', 'nothing at /organic', 'none'])
+    const third = await run('s1')
+    assert.equal(third.rollback, undefined)
+    assert.equal(third.metadata.rollbackSuppressed, true)
+    assert.ok((await run('s2')).rollback, 'another session has its own count')
+    organic = [1]
+    assert.equal((await run('s1')).rollback, undefined)
+    organic = []
+    assert.ok((await run('s1')).rollback, 'a result that passed starts the count again')
+  })
+
+  it('refuses rules it cannot read, at registration', () => {
+    assert.throws(() => gateWith([{ name: 't', rollbackWhen: 'empty' }]), /rollbackWhen must be a rule or a list of rules/)
+    assert.throws(() => gateWith([{ name: 't', rollbackWhen: { emptyAt: 'organic' } }]), /JSON pointer/)
+    assert.throws(() => gateWith([{ name: 't', rollbackWhen: { matches: '(' } }]), /does not compile/)
+  })
+})
