@@ -37,6 +37,8 @@ export declare class Engine {
   removeArtifacts(): void
   /** Cancels every open turn in one step (closing the executor). */
   cancelAll(reason: string, unstarted: Array<number>): string
+  /** The host's answer to a request a step made (a check, an approval), as JSON. */
+  answer(ticket: number, answerJson: string): string
   /** The tool's `rollbackWhen` function judged what `run` returned useless; call before completing it. */
   judged(run: number, reason: string): void
   /** The handler of `run` reported progress; false when the run is already over. */

@@ -15,14 +15,15 @@ const DEFINITION_FORMATS = ['openai-responses', 'openai-chat', 'anthropic', 'ai-
 const RESULT_FORMATS = ['anthropic', 'openai-responses', 'openai-chat', 'ai-sdk']
 const ENGINE_OPTIONS = [
   'defaultTimeoutMs', 'maxTimeoutMs', 'concurrency', 'maxOutputChars', 'maxErrorChars', 'previewChars', 'retry', 'cache',
-  'dedup', 'rateLimit', 'redact', 'artifacts', 'repair', 'maxConsecutiveRollbacks',
+  'dedup', 'rateLimit', 'redact', 'artifacts', 'repair', 'maxConsecutiveRollbacks', 'permissions', 'approvalTimeoutMs',
+  'checkTimeoutMs',
 ]
 /** Executor options the JS layer keeps for itself. */
-const LISTENER_OPTIONS = ['onProgress', 'onTrace']
+const LISTENER_OPTIONS = ['onProgress', 'onTrace', 'approve']
 const SPEC_FIELDS = [
   'name', 'description', 'parameters', 'readOnly', 'idempotent', 'timeoutMs', 'idleTimeoutMs', 'maxOutputChars',
   'needsApproval', 'replace', 'retry', 'maxConcurrency', 'cache', 'dedup', 'rateLimit', 'untrusted', 'aliases',
-  'rollbackWhen',
+  'rollbackWhen', 'risk', 'check', 'pathWithin', 'urlHosts',
 ]
 const TURN_OPTIONS = ['deadlineMs', 'stopOnError']
 /** How long `close()` waits for handlers still running after their calls ended, unless told otherwise. */
@@ -61,6 +62,8 @@ class ToolExecutor {
   #handlers = new Map()
   /** `rollbackWhen` functions, by tool name: they judge a handler's value in JS, the engine counts the flags. */
   #judges = new Map()
+  /** `check` functions, by tool name: business checks of the arguments, run before permission. */
+  #checks = new Map()
   #turns = new Map()
   #runs = new Map()
   /** Handlers whose calls timed out or were cancelled but which have not settled yet, by run. */
@@ -94,11 +97,16 @@ class ToolExecutor {
     const { handler, ...rest } = spec
     const judge = typeof rest.rollbackWhen === 'function' ? rest.rollbackWhen : undefined
     if (judge) rest.rollbackWhen = { host: true }
+    const check = rest.check
+    if (check !== undefined && typeof check !== 'function') throw new TypeError(`tool "${spec.name}": check must be a function (args, ctx) => problem | undefined`)
+    if (check) rest.check = true
     const json = JSON.stringify(offAsOptions(pick(rest, SPEC_FIELDS, `tool "${spec.name}"`)))
     programmerError(() => this.#engine.register(json))
     this.#handlers.set(spec.name, handler)
-    if (judge) this.#judges.set(spec.name, judge)
-    else this.#judges.delete(spec.name)
+    for (const [map, fn] of [[this.#judges, judge], [this.#checks, check]]) {
+      if (fn) map.set(spec.name, fn)
+      else map.delete(spec.name)
+    }
     return this
   }
 
@@ -146,6 +154,7 @@ class ToolExecutor {
   unregister(name) {
     this.#handlers.delete(name)
     this.#judges.delete(name)
+    this.#checks.delete(name)
     return this.#engine.unregister(String(name))
   }
 
@@ -266,12 +275,33 @@ class ToolExecutor {
   }
 
   #applyStep(step) {
+    if (step.host) for (const request of step.host) this.#askHost(request)
     if (step.abort) for (const run of step.abort) this.#abort(run)
     if (step.start) {
       for (const [run, turnId] of step.start) this.#notStarted.set(run, turnId)
       for (const start of step.start) this.#start(start)
     }
     if (step.done) for (const turnId of step.done) this.#finish(turnId)
+  }
+
+  /** A call waits on the host: the tool's check of its arguments, or the approval callback. Whatever the function
+   * does (answers, throws, hangs past the engine's time limit), the call gets a result. */
+  #askHost([ticket, kind, turnId, callId, toolName, args, rule, reason]) {
+    const turn = this.#turns.get(turnId)
+    const context = turn?.context
+    let pending
+    if (kind === 'check') {
+      pending = callHost(() => this.#checks.get(toolName)(args, { callId, toolName, context }))
+        .then((problem) => (problem == null || problem === true ? {} : { problem: describeProblem(problem) }))
+    } else if (this.#listeners.approve === undefined) {
+      pending = Promise.resolve({ decision: 'deny', reason: 'no approval callback is set' })
+    } else {
+      const request = { callId, toolName, arguments: args, rule, reason: reason ?? undefined, context }
+      pending = callHost(() => this.#listeners.approve(request)).then(readApproval)
+    }
+    pending.catch((err) => ({ error: err?.message ?? String(err) })).then((answer) => {
+      this.#apply(this.#engine.answer(ticket, JSON.stringify(answer)))
+    })
   }
 
   /** The turn's runs handed out but not started, which now never will be. */
@@ -477,6 +507,38 @@ function takeListeners(options, what) {
   return listeners
 }
 
+/** Calls a host function; its exception becomes a rejection. */
+function callHost(fn) {
+  try {
+    return Promise.resolve(fn())
+  } catch (err) {
+    return Promise.reject(err)
+  }
+}
+
+/** A check's problem as text: a string, an Error's message, or false ("not allowed", with no detail). */
+function describeProblem(problem) {
+  if (typeof problem === 'string') return problem
+  if (problem === false) return 'the arguments were refused by the tool\'s check'
+  if (problem instanceof Error) return problem.message
+  return String(problem)
+}
+
+/** An approval callback's answer in the engine's form: true / 'approve' / { decision: 'approve', arguments?,
+ * remember? } approves; anything else denies (with its reason when it gives one). */
+function readApproval(answer) {
+  if (answer === true || answer === 'approve') return { decision: 'approve' }
+  if (answer && typeof answer === 'object' && (answer.decision === 'approve' || answer.decision === 'deny')) {
+    const out = { decision: answer.decision }
+    if (typeof answer.reason === 'string') out.reason = answer.reason
+    if (answer.decision === 'approve' && answer.arguments !== undefined) out.arguments = answer.arguments
+    if (answer.remember === 'session') out.remember = 'session'
+    return out
+  }
+  if (answer === false || answer === 'deny') return { decision: 'deny' }
+  return { decision: 'deny', reason: `the approval callback gave no decision (it returned ${reprOf(answer)})` }
+}
+
 /** A `rollbackWhen` function's verdict on a returned value: the reason to roll back, or undefined. It must not
  * sink the call: one that throws counts as no verdict, with a process warning. */
 function judgeValue(call, value) {
@@ -527,6 +589,8 @@ function policyJson(context) {
     if (typeof value === 'string' || typeof value === 'number') fields[key] = String(value)
   }
   const policy = { fields }
+  if (context.permissions !== undefined) policy.permissions = context.permissions
+  if (context.maxRisk !== undefined) policy.maxRisk = context.maxRisk
   for (const key of ['allowedTools', 'deniedTools', 'approvedTools']) {
     const list = context[key]
     if (list === undefined) continue

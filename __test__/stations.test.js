@@ -221,11 +221,12 @@ describe('permission', () => {
    * permission_denied: says "not allowed", never reads as an argument problem, and comes straight after lookup
    * (the arguments of a tool the context may not use are not even read).
    */
-  function assertDenied(result, name) {
+  function assertDenied(result, name, list) {
     assertRefused(result, 'permission_denied', 'permission:permission_denied',
-      `Tool "${name}" is not allowed in this context. Do not call it again; continue with the tools you may use, or tell the user what you could not do.`)
+      `Tool "${name}" is not allowed here: refused by the context's ${list}. Do not call it again this way; continue with what you may do, or tell the user what you could not do.`)
     assert.ok(!/invalid/i.test(result.output), result.output)
     assert.deepEqual(marks(result), ['lookup:found', 'permission:permission_denied'])
+    assert.deepEqual(result.metadata.permission, { decision: 'denied', by: `refused by the context's ${list}` })
   }
 
   it('allowedTools (with globs) refuses every other tool', async () => {
@@ -233,7 +234,7 @@ describe('permission', () => {
     const context = { allowedTools: ['read_*', 'mcp__*'] }
     const [read, write, mcp] = await gate.execute([{ name: 'read_file' }, { name: 'write_file' }, { name: 'mcp__github__search' }], { context })
     assertSuccess(read, 'ok')
-    assertDenied(write, 'write_file')
+    assertDenied(write, 'write_file', 'allowedTools')
     assertSuccess(mcp, 'ok')
     assert.deepEqual(calls, { read_file: 1, write_file: 0, mcp__github__search: 1, deploy: 0 })
   })
@@ -241,20 +242,21 @@ describe('permission', () => {
   it('deniedTools (with globs) refuses those tools, and wins over allowedTools', async () => {
     const { gate, calls } = tools()
     const [read, write] = await gate.execute([{ name: 'read_file' }, { name: 'write_file' }], { context: { deniedTools: ['*_file'] } })
-    assertDenied(read, 'read_file')
-    assertDenied(write, 'write_file')
+    assertDenied(read, 'read_file', 'deniedTools')
+    assertDenied(write, 'write_file', 'deniedTools')
     const [both] = await gate.execute([{ name: 'read_file' }], { context: { allowedTools: ['*'], deniedTools: ['read_file'] } })
-    assertDenied(both, 'read_file')
+    assertDenied(both, 'read_file', 'deniedTools')
     assert.equal(calls.read_file + calls.write_file, 0)
   })
 
-  it('refuses a needsApproval tool unless approvedTools lists it', async () => {
+  it('refuses a needsApproval tool without an approval callback, unless approvedTools lists it', async () => {
     const { gate, calls } = tools()
     const [denied] = await gate.execute([{ name: 'deploy' }])
-    assertRefused(denied, 'approval_denied', 'permission:approval_denied',
-      'Tool "deploy" is not allowed without approval, and this call was not approved. Do not retry it unchanged; ask the user to approve it.')
+    assertRefused(denied, 'approval_denied', 'approval:denied',
+      'Tool "deploy" needs approval, and this call was not approved: declined: no approval callback is set. Do not retry it unchanged; ask the user, or do something else.')
+    assert.deepEqual(marks(denied).slice(-2), ['permission:asked', 'approval:denied'])
     const [other] = await gate.execute([{ name: 'deploy' }], { context: { approvedTools: ['read_file'] } })
-    assertRefused(other, 'approval_denied', 'permission:approval_denied')
+    assertRefused(other, 'approval_denied', 'approval:denied')
     assert.equal(calls.deploy, 0)
 
     const [approved] = await gate.execute([{ name: 'deploy' }], { context: { approvedTools: ['deploy'] } })
@@ -282,7 +284,7 @@ describe('permission', () => {
       { name: 'admin', input: [] },
     ], { context })
     for (const r of results) {
-      assertDenied(r, 'admin')
+      assertDenied(r, 'admin', 'deniedTools')
       assert.ok(!r.error.includes('userId'), r.error)
     }
     assert.equal(calls.admin, 0)
@@ -304,7 +306,7 @@ describe('permission', () => {
   it('refuses a denied tool before asking about approval', async () => {
     const { gate, calls } = tools()
     const [r] = await gate.execute([{ name: 'deploy' }], { context: { deniedTools: ['deploy'], approvedTools: ['deploy'] } })
-    assertDenied(r, 'deploy')
+    assertDenied(r, 'deploy', 'deniedTools')
     assert.equal(calls.deploy, 0)
   })
 

@@ -10,7 +10,7 @@ use napi::bindgen_prelude::{BufferSlice, Function, Result};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Error, Status};
 use napi_derive::napi;
-use toolgate_core::{DefinitionFormat, EngineOptions, Outcome, Policy, Shaped, Step, ToolSpec, TurnOptions};
+use toolgate_core::{DefinitionFormat, EngineOptions, HostAnswer, Outcome, Policy, Shaped, Step, ToolSpec, TurnOptions};
 
 /// Called with the engine's id when one of its deadlines has passed. Weak: it never keeps Node alive by itself;
 /// the engine holds a reference only while deadlines are armed or settlements are shaped elsewhere (`keep_alive`).
@@ -103,14 +103,14 @@ impl Engine {
         let policy = policy(&policy_json)?;
         let options = TurnOptions::from_json(&turn_json).map_err(fail)?;
         let step = self.inner.begin(&calls_json, &policy, &options, cancelled.as_deref(), Instant::now()).map_err(fail)?;
-        self.answer(&env, step)
+        self.reply(&env, step)
     }
 
     #[napi]
     pub fn complete(&mut self, env: Env, run: u32, kind: String, payload: String) -> Result<String> {
         let outcome = Outcome::from_parts(&kind, payload).map_err(fail)?;
         let step = self.inner.complete(run, outcome, Instant::now());
-        self.answer(&env, step)
+        self.reply(&env, step)
     }
 
     /// A settlement that crosses as bytes: binary data, or large text or JSON as UTF-8. `more`: a slice, with more
@@ -124,7 +124,7 @@ impl Engine {
                 return Ok(String::new()); // already answered (cancelled): the rest is a late settlement
             }
             self.slices.entry(run).or_default().extend_from_slice(&data);
-            return self.answer(&env, Step::default());
+            return self.reply(&env, Step::default());
         }
         let bytes = match self.slices.remove(&run) {
             Some(mut head) => {
@@ -137,7 +137,7 @@ impl Engine {
         let outcome = Outcome::from_bytes(&kind, bytes).map_err(fail)?;
         if !large {
             let step = self.inner.complete(run, outcome, Instant::now());
-            return self.answer(&env, step);
+            return self.reply(&env, step);
         }
         let Some(shaping) = self.inner.begin_shaping(run, outcome) else { return Ok(String::new()) };
         self.shaping += 1;
@@ -147,7 +147,7 @@ impl Engine {
             lock(&shaped).push(done);
             lock(&wake).call(id, ThreadsafeFunctionCallMode::NonBlocking);
         });
-        self.answer(&env, Step::default())
+        self.reply(&env, Step::default())
     }
 
     /// A JSON value with secrets redacted and its size capped, as a trace may show arguments.
@@ -182,7 +182,15 @@ impl Engine {
     #[napi]
     pub fn cancel_all(&mut self, env: Env, reason: String, unstarted: Vec<u32>) -> Result<String> {
         let step = self.inner.cancel_all(&reason, &unstarted, Instant::now());
-        self.answer(&env, step)
+        self.reply(&env, step)
+    }
+
+    /// The host's answer to a request a step made (a check, an approval), as JSON.
+    #[napi]
+    pub fn answer(&mut self, env: Env, ticket: u32, answer_json: String) -> Result<String> {
+        let answer = HostAnswer::from_json(&answer_json).map_err(fail)?;
+        let step = self.inner.answer(ticket, answer, Instant::now());
+        self.reply(&env, step)
     }
 
     /// The tool's `rollbackWhen` function judged what `run` returned useless; call before completing it.
@@ -232,14 +240,14 @@ impl Engine {
             step.absorb(self.inner.shaped(done, now));
         }
         step.absorb(self.inner.expire(now));
-        self.answer(&env, step)
+        self.reply(&env, step)
     }
 
     /// `unstarted`: runs handed out whose handlers JS had not started when the turn's signal fired.
     #[napi]
     pub fn cancel(&mut self, env: Env, turn: u32, reason: String, unstarted: Vec<u32>) -> Result<String> {
         let step = self.inner.cancel(turn, &reason, &unstarted, Instant::now());
-        self.answer(&env, step)
+        self.reply(&env, step)
     }
 
     #[napi]
@@ -252,7 +260,7 @@ impl Engine {
         self.inner.running() as u32
     }
 
-    fn answer(&mut self, env: &Env, step: Step) -> Result<String> {
+    fn reply(&mut self, env: &Env, step: Step) -> Result<String> {
         self.keep_alive(env)?;
         Ok(step.to_wire())
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::ser::SerializeTuple;
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::cache::{self, Kept};
@@ -16,17 +16,17 @@ use crate::calls::{read_calls, IncomingCall};
 use crate::dedup::{self, Mode};
 use crate::normalize::{self, normalize, Outcome};
 use crate::options::{EngineOptions, ToolSpec, TurnOptions};
-use crate::permission::Policy;
+use crate::permission::{Decision, Permissions, Policy};
 use crate::ratelimit::{self, RateLimit};
 use crate::registry::{DefinitionFormat, Registry, Tool};
 use crate::repair::{self, Repair};
-use crate::result::{failure_output, AttemptError, ErrorKind, StationMark, ToolResult};
+use crate::result::{failure_output, AttemptError, ErrorKind, PermissionNote, StationMark, ToolResult};
 use crate::scheduler::Schedule;
 use crate::shape::Shaper;
 use crate::store::{Bucket, MemoryLimits, MemoryStore, Store, Take};
 use crate::timer::Deadlines;
 use crate::judge::{self, Rollback};
-use crate::{invoke, lookup, parse, retry, shape, validate};
+use crate::{checks, invoke, lookup, parse, retry, shape, validate};
 
 /// A handler to start: `[run, turn, callId, toolName, args, attempt]` on the wire.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,11 +66,81 @@ pub struct Step {
     /// Turns whose results are all in: call `finish`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub done: Vec<u32>,
+    /// Work only the host can do before a call may run: its `check` function, or its approval callback. Each is
+    /// answered with `Engine::answer(ticket, …)`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub host: Vec<HostRequest>,
+}
+
+/// `[ticket, kind, turn, callId, toolName, args, rule, reason]` on the wire; kind is `check` or `approve`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostRequest {
+    pub ticket: u32,
+    pub kind: HostKind,
+    pub turn: u32,
+    pub call_id: String,
+    pub name: String,
+    pub args: Value,
+    /// For an approval: the rule that asked, and its reason.
+    pub rule: Option<String>,
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostKind {
+    Check,
+    Approve,
+}
+
+impl Serialize for HostRequest {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut t = s.serialize_tuple(8)?;
+        t.serialize_element(&self.ticket)?;
+        t.serialize_element(match self.kind {
+            HostKind::Check => "check",
+            HostKind::Approve => "approve",
+        })?;
+        t.serialize_element(&self.turn)?;
+        t.serialize_element(&self.call_id)?;
+        t.serialize_element(&self.name)?;
+        t.serialize_element(&self.args)?;
+        t.serialize_element(&self.rule)?;
+        t.serialize_element(&self.reason)?;
+        t.end()
+    }
+}
+
+/// What the host answers to a request, as JSON: `{ problem? }` for a check, `{ decision: 'approve' | 'deny',
+/// reason?, arguments?, remember?: 'session' }` for an approval, `{ error }` when the function threw.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HostAnswer {
+    #[serde(default)]
+    problem: Option<String>,
+    #[serde(default)]
+    decision: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    arguments: Option<Value>,
+    #[serde(default)]
+    remember: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+    /// Set by the engine when no answer came in time.
+    #[serde(skip)]
+    timed_out: Option<String>,
+}
+
+impl HostAnswer {
+    pub fn from_json(json: &str) -> Result<Self, String> {
+        serde_json::from_str(json).map_err(|e| format!("answer: not a host answer: {e}"))
+    }
 }
 
 impl Step {
     pub fn is_empty(&self) -> bool {
-        self.turn.is_none() && self.start.is_empty() && self.abort.is_empty() && self.done.is_empty()
+        self.turn.is_none() && self.start.is_empty() && self.abort.is_empty() && self.done.is_empty() && self.host.is_empty()
     }
 
     /// Adds what another step asks for (the host answers several engine calls at once).
@@ -79,6 +149,7 @@ impl Step {
         self.start.extend(other.start);
         self.abort.extend(other.abort);
         self.done.extend(other.done);
+        self.host.extend(other.host);
     }
 
     /// The wire form: empty string when there is nothing to do, so the host can skip parsing.
@@ -104,6 +175,8 @@ pub enum Alarm {
     RateWait(u32, usize),
     /// A turn's own deadline.
     Turn(u32),
+    /// How long the host may take to answer a request (a check, an approval).
+    Host(u32),
 }
 
 struct Slot {
@@ -131,7 +204,37 @@ struct Slot {
     dedup: Option<DedupMark>,
     /// What the repair station changed in the call.
     repairs: Vec<Repair>,
+    /// The request the call waits on before it may run (its check or its approval), by ticket.
+    pending: Option<u32>,
+    /// What the permission station decided and what decided it.
+    permission: Option<(&'static str, String)>,
     result: Option<ToolResult>,
+}
+
+impl Slot {
+    fn new(id: String) -> Self {
+        Slot {
+            id,
+            tool: None,
+            marks: Vec::with_capacity(8),
+            scheduled: false,
+            first_started: None,
+            started: None,
+            run: None,
+            attempts: 0,
+            attempt_errors: Vec::new(),
+            backoff: None,
+            rate_wait: None,
+            fills: None,
+            joined: None,
+            ended_early: false,
+            dedup: None,
+            repairs: Vec::new(),
+            pending: None,
+            permission: None,
+            result: None,
+        }
+    }
 }
 
 /// The buckets (key and shape) a call took or reserved a token from, to give it back if the call never runs.
@@ -166,8 +269,8 @@ struct Turn {
     begun_epoch_ms: f64,
     deadline: Option<(Instant, u64)>,
     stop_on_error: bool,
-    /// The context's plain fields, for rate-limit keys.
-    fields: HashMap<String, String>,
+    /// The context's policy (its plain fields key rate limits, caches and sessions).
+    policy: Policy,
     done_reported: bool,
 }
 
@@ -232,6 +335,15 @@ pub struct Engine {
     shaper: Arc<Shaper>,
     /// Consecutive rollback flags per session (`sessionId`; "" without one).
     rollbacks: lru::LruCache<String, u32>,
+    /// The executor's permission rules and mode, under every context's.
+    permissions: Arc<Permissions>,
+    /// Requests the host has not answered: ticket → (turn, call index, kind, answer deadline).
+    tickets: HashMap<u32, (u32, usize, HostKind, Instant)>,
+    next_ticket: u32,
+    /// Requests made since the last step went out.
+    outbox: Vec<HostRequest>,
+    /// Approvals given "for this session": session, tool and the rule that asked.
+    remembered: lru::LruCache<String, ()>,
     /// Turns to advance before the current entry point returns (a worklist, so nothing recurses per call).
     dirty: BTreeSet<u32>,
     /// A tool place was freed: turns held back by `maxConcurrency` get another look.
@@ -265,8 +377,14 @@ impl Engine {
         let rate_limit = options.rate_limit.as_ref().map(|v| RateLimit::parse(v).expect("checked with the options"));
         let shaper = Shaper::new(&options.redact, options.artifacts.clone(), options.preview_chars, options.max_error_chars)?;
         let sessions = std::num::NonZeroUsize::new(options.dedup.max_sessions).expect("checked positive");
+        let permissions = options.permissions.as_ref().map(|p| Permissions::parse(p, "executor")).transpose()?.unwrap_or_default();
         Ok(Engine {
             rollbacks: lru::LruCache::new(sessions),
+            permissions: Arc::new(permissions),
+            tickets: HashMap::new(),
+            next_ticket: 1,
+            outbox: Vec::new(),
+            remembered: lru::LruCache::new(std::num::NonZeroUsize::new(10_000).expect("positive")),
             shaper: Arc::new(shaper),
             store,
             flights: HashMap::new(),
@@ -303,11 +421,20 @@ impl Engine {
     }
 
     pub fn list(&self, policy: &Policy) -> Value {
+        let policy = self.under(policy);
         self.registry.list(|t| policy.visible(t))
     }
 
     pub fn definitions(&self, format: DefinitionFormat, policy: &Policy) -> Value {
+        let policy = self.under(policy);
         self.registry.definitions(format, |t| policy.visible(t))
+    }
+
+    /// A context's policy with the executor's permissions under it.
+    fn under(&self, policy: &Policy) -> Policy {
+        let mut policy = policy.clone();
+        policy.executor = self.permissions.clone();
+        policy
     }
 
     /// Reads a turn's calls, answers every call that cannot run, and starts the first handlers. A turn begun
@@ -321,6 +448,7 @@ impl Engine {
         now: Instant,
     ) -> Result<Step, String> {
         let calls = read_calls(calls_json)?;
+        let policy = self.under(policy);
         let turn_id = self.next_turn;
         self.next_turn = self.next_turn.wrapping_add(1).max(1);
         let begun_epoch_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, millis);
@@ -330,14 +458,16 @@ impl Engine {
         // With stopOnError, a state-changing call refused here stops every call after it.
         let mut stopped_by: Option<(String, String)> = None;
         for (index, call) in calls.into_iter().enumerate() {
-            let (mut slot, mut valid_args) = self.admit(call, policy);
+            let (mut slot, mut valid_args) = self.admit(call, &policy);
             let tool = slot.tool.clone();
             if let (Some(_), Some((id, name)), Some(t)) = (&valid_args, &stopped_by, &tool) {
                 slot.marks.push(mark("invoke", "not_executed"));
                 slot.result = Some(invoke::not_executed(slot.id.clone(), &t.spec.name, &stopped_after(id, name)));
                 valid_args = None;
             } else if let (Some(args), Some(tool)) = (&valid_args, &tool) {
-                if !self.avoid(turn_id, index, &mut slot, tool, args, policy, now) {
+                let runs = self.gate(turn_id, index, &mut slot, tool, args, &policy, now)
+                    && (slot.pending.is_some() || self.avoid(turn_id, index, &mut slot, tool, args, &policy.fields, now));
+                if !runs {
                     valid_args = None;
                 }
             }
@@ -363,7 +493,7 @@ impl Engine {
             begun_epoch_ms,
             deadline,
             stop_on_error: options.stop_on_error,
-            fields: policy.fields.clone(),
+            policy: policy.clone(),
             done_reported: false,
         };
         let note = self.options.repair.note;
@@ -390,25 +520,7 @@ impl Engine {
     /// Stations 1–5 for one call: lookup, parse, validate, permission. Returns the slot, and the validated
     /// arguments when the call may run (otherwise the slot already holds its result).
     fn admit(&self, call: IncomingCall, policy: &Policy) -> (Slot, Option<Value>) {
-        let mut slot = Slot {
-            id: call.id,
-            tool: None,
-            marks: Vec::with_capacity(8),
-            scheduled: false,
-            first_started: None,
-            started: None,
-            run: None,
-            attempts: 0,
-            attempt_errors: Vec::new(),
-            backoff: None,
-            rate_wait: None,
-            fills: None,
-            joined: None,
-            ended_early: false,
-            dedup: None,
-            repairs: Vec::new(),
-            result: None,
-        };
+        let mut slot = Slot::new(call.id);
         let refuse = |slot: &mut Slot, station: &'static str, name: &str, kind: ErrorKind, error: String| {
             slot.marks.push(mark(station, kind.as_str()));
             slot.result = Some(ToolResult::failure(slot.id.clone(), name.to_string(), kind, error, false));
@@ -441,8 +553,10 @@ impl Engine {
         // A tool this context may not use is refused before its arguments are read: validating them would
         // only teach the model the parameters of a tool it cannot call.
         if !policy.visible(&tool) {
-            let (kind, error) = policy.permit(&tool).expect_err("an invisible tool is never permitted");
-            refuse(&mut slot, "permission", &name, kind, error);
+            if let Decision::Deny { kind, error, by } = policy.decide(&tool, &Value::Null, |_| false) {
+                slot.permission = Some(("denied", by));
+                refuse(&mut slot, "permission", &name, kind, error);
+            }
             return (slot, None);
         }
         let parsed = match parse::parse(call.args, repair.json) {
@@ -476,22 +590,222 @@ impl Engine {
         }
         slot.repairs.extend(repairs);
         slot.marks.push(mark("validate", "ok"));
-        match policy.permit(&tool) {
-            Ok(how) => slot.marks.push(mark("permission", how)),
-            Err((kind, error)) => {
-                refuse(&mut slot, "permission", &name, kind, error);
+        // Business checks a schema cannot express run before permission: a path or a host out of bounds is an
+        // invalid argument, whoever may call the tool.
+        if !tool.checks.is_empty() {
+            if let Err(problem) = checks::run(&tool.checks, &args) {
+                let error = format!("Tool \"{name}\": {problem}. Change the arguments to stay within what the tool allows.");
+                refuse(&mut slot, "check", &name, ErrorKind::InvalidArguments, error);
                 return (slot, None);
             }
+            slot.marks.push(mark("check", "ok"));
         }
         (slot, Some(args))
+    }
+
+    /// The rest of admission for a call whose arguments are valid: the tool's own check (in the host), then the
+    /// permission station, which may ask the host for approval. False when the call is refused (the slot holds its
+    /// result); a call waiting on the host stays runnable.
+    #[allow(clippy::too_many_arguments)]
+    fn gate(&mut self, turn_id: u32, index: usize, slot: &mut Slot, tool: &Tool, args: &Value, policy: &Policy, now: Instant) -> bool {
+        if tool.spec.check {
+            self.ask_host(HostKind::Check, turn_id, index, slot, tool, args, None, now);
+            return true;
+        }
+        self.permit(turn_id, index, slot, tool, args, policy, now)
+    }
+
+    /// Station 5 for one call. False when refused (the slot holds its result).
+    #[allow(clippy::too_many_arguments)]
+    fn permit(&mut self, turn_id: u32, index: usize, slot: &mut Slot, tool: &Tool, args: &Value, policy: &Policy, now: Instant) -> bool {
+        let session = policy.fields.get("sessionId").map_or("", String::as_str);
+        let remembered = |by: &str| self.remembered.contains(&remembered_key(session, &tool.spec.name, by));
+        match policy.decide(tool, args, remembered) {
+            Decision::Allow { how, by } => {
+                slot.marks.push(mark("permission", how));
+                slot.permission = Some((how, by));
+                true
+            }
+            Decision::Deny { kind, error, by } => {
+                slot.marks.push(mark("permission", kind.as_str()));
+                slot.permission = Some(("denied", by));
+                slot.result = Some(ToolResult::failure(slot.id.clone(), tool.spec.name.clone(), kind, error, false));
+                false
+            }
+            Decision::Ask { by, reason } => {
+                slot.marks.push(mark("permission", "asked"));
+                slot.permission = Some(("asked", by.clone()));
+                self.ask_host(HostKind::Approve, turn_id, index, slot, tool, args, Some((by, reason)), now);
+                true
+            }
+        }
+    }
+
+    /// The call waits until the host answers (or its time to answer passes).
+    #[allow(clippy::too_many_arguments)]
+    fn ask_host(&mut self, kind: HostKind, turn_id: u32, index: usize, slot: &mut Slot, tool: &Tool, args: &Value, rule: Option<(String, Option<String>)>, now: Instant) {
+        let ticket = self.next_ticket;
+        self.next_ticket = self.next_ticket.wrapping_add(1).max(1);
+        let limit = match kind {
+            HostKind::Check => self.options.check_timeout_ms,
+            HostKind::Approve => self.options.approval_timeout_ms,
+        };
+        let at = now + Duration::from_millis(limit);
+        self.deadlines.arm(at, Alarm::Host(ticket));
+        self.tickets.insert(ticket, (turn_id, index, kind, at));
+        slot.pending = Some(ticket);
+        let (rule, reason) = rule.map_or((None, None), |(by, reason)| (Some(by), reason));
+        self.outbox.push(HostRequest { ticket, kind, turn: turn_id, call_id: slot.id.clone(), name: tool.spec.name.clone(), args: args.clone(), rule, reason });
+    }
+
+    /// The host answered a request (a check or an approval). An answer that comes too late, or for a call whose
+    /// turn ended, changes nothing.
+    pub fn answer(&mut self, ticket: u32, answer: HostAnswer, now: Instant) -> Step {
+        let mut step = Step::default();
+        if let Some((turn_id, index, kind, at)) = self.tickets.remove(&ticket) {
+            self.deadlines.disarm(at, Alarm::Host(ticket));
+            self.resolve(turn_id, index, kind, answer, now, &mut step);
+        }
+        self.drain(now, &mut step);
+        step
+    }
+
+    /// The host did not answer in time: a check that cannot run fails the call; an approval not given is a denial.
+    fn host_timed_out(&mut self, ticket: u32, now: Instant, step: &mut Step) {
+        let Some((turn_id, index, kind, _)) = self.tickets.remove(&ticket) else { return };
+        let (limit, what) = match kind {
+            HostKind::Check => (self.options.check_timeout_ms, "check"),
+            HostKind::Approve => (self.options.approval_timeout_ms, "approval"),
+        };
+        let answer = HostAnswer { timed_out: Some(format!("no {what} came within {limit} ms")), ..HostAnswer::default() };
+        self.resolve(turn_id, index, kind, answer, now, step);
+    }
+
+    fn resolve(&mut self, turn_id: u32, index: usize, kind: HostKind, answer: HostAnswer, now: Instant, step: &mut Step) {
+        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
+        let session = turn.policy.fields.get("sessionId").cloned().unwrap_or_default();
+        let slot = &mut turn.slots[index];
+        slot.pending = None;
+        let tool = slot.tool.clone().expect("a call waiting on the host has a tool");
+        let name = tool.spec.name.clone();
+        let id = slot.id.clone();
+        let refuse = |kind: ErrorKind, error: String| ToolResult::failure(id.clone(), name.clone(), kind, error, false);
+        let refused = match kind {
+            HostKind::Check => match (answer.error.or(answer.timed_out), answer.problem) {
+                (Some(failure), _) => {
+                    slot.marks.push(mark("check", "failed"));
+                    Some(refuse(ErrorKind::HandlerError, format!("Tool \"{name}\" was not run: its argument check failed ({failure}).")))
+                }
+                (None, Some(problem)) => {
+                    slot.marks.push(mark("check", "refused"));
+                    Some(refuse(ErrorKind::InvalidArguments, format!("Tool \"{name}\": {problem}. Change the arguments and call it again.")))
+                }
+                (None, None) => {
+                    slot.marks.push(mark("check", "ok"));
+                    let mut slot = std::mem::replace(slot, Slot::new(String::new()));
+                    let args = turn.args.get(&index).cloned().unwrap_or(Value::Null);
+                    let policy = turn.policy.clone();
+                    let allowed = self.permit(turn_id, index, &mut slot, &tool, &args, &policy, now);
+                    let waiting = slot.pending.is_some();
+                    let result = slot.result.take();
+                    self.turns.get_mut(&turn_id).expect("a live turn").slots[index] = slot;
+                    match (allowed, waiting) {
+                        (true, false) => return self.proceed(turn_id, index, now, step),
+                        (true, true) => return,
+                        (false, _) => result,
+                    }
+                }
+            },
+            HostKind::Approve => {
+                let asked_by = slot.permission.as_ref().map_or(String::new(), |(_, by)| by.clone());
+                let denial = match (answer.error, answer.timed_out, answer.decision.as_deref()) {
+                    (Some(error), _, _) => Some(format!("the approval callback failed ({error})")),
+                    (None, Some(timeout), _) => Some(timeout),
+                    (None, None, Some("approve")) => None,
+                    (None, None, _) => Some(answer.reason.clone().map_or("it was declined".into(), |r| format!("declined: {r}"))),
+                };
+                match denial {
+                    Some(why) => {
+                        slot.marks.push(mark("approval", "denied"));
+                        slot.permission = Some(("denied", format!("{asked_by}; {why}")));
+                        Some(refuse(
+                            ErrorKind::ApprovalDenied,
+                            format!("Tool \"{name}\" needs approval, and this call was not approved: {why}. Do not retry it unchanged; ask the user, or do something else."),
+                        ))
+                    }
+                    None => match answer.arguments {
+                        Some(edited) if tool.validator.is_valid(&edited) => {
+                            slot.marks.push(mark("approval", "edited"));
+                            turn.args.insert(index, edited);
+                            None
+                        }
+                        Some(edited) => {
+                            slot.marks.push(mark("approval", "edited_invalid"));
+                            let error = validate::validate(&tool, &edited).expect_err("checked invalid");
+                            Some(refuse(ErrorKind::InvalidArguments, format!("The arguments as edited at approval are not valid, so the call was not run. {error}")))
+                        }
+                        None => {
+                            slot.marks.push(mark("approval", "approved"));
+                            None
+                        }
+                    },
+                }
+                .or_else(|| {
+                    let remember = answer.remember.as_deref() == Some("session");
+                    let how = if remember { "approved for this session" } else { "approved" };
+                    slot.permission = Some(("approved", format!("{asked_by}; {how} by the approval callback")));
+                    if remember {
+                        self.remembered.put(remembered_key(&session, &name, &asked_by), ());
+                    }
+                    None
+                })
+            }
+        };
+        match refused {
+            Some(result) => self.settle_waiting(turn_id, index, result, now, step),
+            None => self.proceed(turn_id, index, now, step),
+        }
+    }
+
+    /// A call the host let through goes on: dedup and cache, then, once its schedule has handed it out, the run.
+    fn proceed(&mut self, turn_id: u32, index: usize, now: Instant, step: &mut Step) {
+        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
+        let mut slot = std::mem::replace(&mut turn.slots[index], Slot::new(String::new()));
+        let tool = slot.tool.clone().expect("a call waiting on the host has a tool");
+        let args = turn.args.get(&index).cloned().unwrap_or(Value::Null);
+        let fields = turn.policy.fields.clone();
+        let runs = self.avoid(turn_id, index, &mut slot, &tool, &args, &fields, now);
+        let handed_out = slot.scheduled;
+        let answered = slot.result.take();
+        self.turns.get_mut(&turn_id).expect("a live turn").slots[index] = slot;
+        if let (false, Some(result)) = (runs, answered) {
+            return self.settle_waiting(turn_id, index, result, now, step);
+        }
+        if handed_out {
+            self.release_place(&tool.spec.name); // held while it waited; taken again as it launches
+            self.launch(turn_id, index, now, step);
+        }
+    }
+
+    /// A call answered while it waited on the host: out of its schedule (or its place freed), then settled.
+    fn settle_waiting(&mut self, turn_id: u32, index: usize, result: ToolResult, now: Instant, step: &mut Step) {
+        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
+        let slot = &turn.slots[index];
+        if slot.scheduled {
+            let name = slot.tool.as_ref().expect("a call waiting on the host has a tool").spec.name.clone();
+            self.release_place(&name);
+        } else {
+            turn.schedule.remove(index);
+        }
+        self.settle(turn_id, index, result, now, step);
     }
 
     /// Stations 6 and 7, dedup and cache: work a call need not do. False when the call is answered here (the slot
     /// holds its result); a call that joined an identical call in flight stays runnable and waits for it.
     #[allow(clippy::too_many_arguments)]
-    fn avoid(&mut self, turn_id: u32, index: usize, slot: &mut Slot, tool: &Tool, args: &Value, policy: &Policy, now: Instant) -> bool {
+    fn avoid(&mut self, turn_id: u32, index: usize, slot: &mut Slot, tool: &Tool, args: &Value, fields: &HashMap<String, String>, now: Instant) -> bool {
         let name = tool.spec.name.as_str();
-        if let (Some(session), true) = (policy.fields.get("sessionId"), tool.dedup.mode != Mode::Off) {
+        if let (Some(session), true) = (fields.get("sessionId"), tool.dedup.mode != Mode::Off) {
             let key = tool.dedup.query_key(name, args);
             let ttl = Duration::from_millis(self.options.dedup.session_ttl_ms);
             // Counted on arrival, so that a repeat within one turn is seen; a call that never runs gives it back.
@@ -526,7 +840,7 @@ impl Engine {
             slot.dedup = Some(DedupMark { session: session.clone(), key, earlier });
         }
         let Some(rule) = &tool.cache else { return true };
-        let scope = rule.scope.as_ref().map(|field| policy.fields.get(field).map_or("", String::as_str));
+        let scope = rule.scope.as_ref().map(|field| fields.get(field).map_or("", String::as_str));
         let key = cache::key(name, args, scope);
         let counters = self.counters.entry(name.to_string()).or_default();
         if let Some(mut result) = self.store.get(&key, now).and_then(|text| Kept::revive(&text, slot.id.clone(), name.to_string())) {
@@ -564,7 +878,7 @@ impl Engine {
     /// after a wait the call may make; else a `rate_limited` result.
     fn take_tokens(&mut self, turn_id: u32, index: usize, now: Instant) -> Result<Option<(Instant, Reserved)>, Box<ToolResult>> {
         let turn = self.turns.get(&turn_id).expect("a live turn");
-        let policy_fields = &turn.fields;
+        let policy_fields = &turn.policy.fields;
         let slot = &turn.slots[index];
         let tool = slot.tool.clone().expect("a scheduled call has a tool");
         let latest = turn.deadline.map(|(at, _)| at);
@@ -604,10 +918,13 @@ impl Engine {
                 self.advance(turn_id, now, step);
             }
             if !std::mem::take(&mut self.places_freed) || self.held_back.is_empty() {
-                return;
+                break;
             }
             self.dirty.extend(std::mem::take(&mut self.held_back));
         }
+        // Requests for calls answered meanwhile (their turn was cancelled, say) are not sent.
+        let tickets = &self.tickets;
+        step.host.extend(self.outbox.drain(..).filter(|r| tickets.contains_key(&r.ticket)));
     }
 
     /// Starts what the turn's schedule allows and reports the turn done when nothing is left open.
@@ -651,6 +968,11 @@ impl Engine {
         let slot = &mut self.turns.get_mut(&turn_id).expect("a live turn").slots[index];
         slot.scheduled = true;
         let name = slot.tool.as_ref().expect("a scheduled call has a tool").spec.name.clone();
+        if slot.pending.is_some() {
+            // Still waiting on the host: it holds its place in the schedule and under maxConcurrency.
+            *self.tool_running.entry(name).or_default() += 1;
+            return;
+        }
         if let Some((key, id)) = slot.joined.take() {
             if self.flight_waiters.get(&id).is_some_and(|w| w.contains(&(turn_id, index))) {
                 slot.joined = Some((key, id));
@@ -870,6 +1192,7 @@ impl Engine {
                 Alarm::Retry(turn_id, index) => self.retry_now(turn_id, index, now, &mut step),
                 Alarm::RateWait(turn_id, index) => self.token_due(turn_id, index, now, &mut step),
                 Alarm::Turn(turn_id) => self.end_turn_early(turn_id, now, &[], &mut step, TurnEnd::Deadline),
+                Alarm::Host(ticket) => self.host_timed_out(ticket, now, &mut step),
             }
         }
         self.drain(now, &mut step);
@@ -997,7 +1320,16 @@ impl Engine {
             }
             slot.ended_early = true;
             let name = slot.tool.as_ref().expect("an admitted call has a tool").spec.name.clone();
-            if let Some((at, reserved)) = slot.rate_wait.take() {
+            if let Some(ticket) = slot.pending.take() {
+                if let Some((_, _, _, at)) = self.tickets.remove(&ticket) {
+                    self.deadlines.disarm(at, Alarm::Host(ticket));
+                }
+                // Handed out and holding its place; one not handed out is among the schedule's waiting calls.
+                if slot.scheduled {
+                    places.push(name);
+                    unstarted_waits.push(index);
+                }
+            } else if let Some((at, reserved)) = slot.rate_wait.take() {
                 self.deadlines.disarm(at, Alarm::RateWait(turn_id, index));
                 refunds.extend(reserved);
                 places.push(name);
@@ -1160,7 +1492,7 @@ impl Engine {
         if !judged || !result.success {
             return;
         }
-        let session = turn.fields.get("sessionId").cloned().unwrap_or_default();
+        let session = turn.policy.fields.get("sessionId").cloned().unwrap_or_default();
         let count = self.rollbacks.get_or_insert_mut(session, || 0);
         if result.rollback.is_none() {
             *count = 0;
@@ -1357,6 +1689,11 @@ enum TurnEnd<'a> {
     Deadline,
 }
 
+/// How an approval given "for this session" is remembered.
+fn remembered_key(session: &str, tool: &str, asked_by: &str) -> String {
+    format!("{session}{sep}{tool}{sep}{asked_by}", sep = cache::SEP)
+}
+
 /// Where a session keeps a query's last result for `reuse`: apart from the cache, in the session's own keys.
 fn reuse_key(session: &str, query_key: &str) -> String {
     format!("\u{2}{session}{}{query_key}", cache::SEP)
@@ -1372,6 +1709,9 @@ fn seal(result: &mut ToolResult, slot: &mut Slot, note: bool, begun_epoch_ms: f6
     result.latency_ms = ran_ms;
     result.metadata.started_at = begun_epoch_ms;
     result.metadata.stages = std::mem::take(&mut slot.marks);
+    if let Some((decision, by)) = slot.permission.take() {
+        result.metadata.permission = Some(PermissionNote { decision, by });
+    }
     let repairs = std::mem::take(&mut slot.repairs);
     if repairs.is_empty() {
         return;

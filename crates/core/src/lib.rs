@@ -4,6 +4,7 @@
 pub mod artifacts;
 pub mod cache;
 pub mod calls;
+pub mod checks;
 pub mod dedup;
 pub mod engine;
 pub mod invoke;
@@ -25,7 +26,7 @@ pub mod store;
 pub mod timer;
 pub mod validate;
 
-pub use engine::{Alarm, Engine, Shaped, Shaping, Start, Step};
+pub use engine::{Alarm, Engine, HostAnswer, HostKind, HostRequest, Shaped, Shaping, Start, Step};
 pub use normalize::Outcome;
 pub use options::{EngineOptions, RetryPolicy, ToolSpec, TurnOptions};
 pub use permission::Policy;

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::artifacts::ArtifactOptions;
+use crate::permission::Risk;
 use crate::redact::RedactOptions;
 use crate::repair::RepairOptions;
 
@@ -41,6 +42,15 @@ pub struct EngineOptions {
     /// Which near-miss calls are repaired; `false` arrives as every repair off.
     #[serde(default)]
     pub repair: RepairOptions,
+    /// Rules and a mode for the permission station: `{ mode?, deny?, ask?, allow? }`.
+    #[serde(default)]
+    pub permissions: Option<Value>,
+    /// How long the approval callback may take before the call counts as denied.
+    #[serde(default = "default_approval_timeout")]
+    pub approval_timeout_ms: u64,
+    /// How long a tool's `check` function may take before the call fails.
+    #[serde(default = "default_check_timeout")]
+    pub check_timeout_ms: u64,
     /// After this many consecutive rollback flags in a session, results are no longer flagged.
     #[serde(default = "default_max_rollbacks")]
     pub max_consecutive_rollbacks: u32,
@@ -146,6 +156,12 @@ fn default_max_output() -> usize {
 fn default_max_error() -> usize {
     DEFAULT_MAX_ERROR_CHARS
 }
+fn default_approval_timeout() -> u64 {
+    60_000
+}
+fn default_check_timeout() -> u64 {
+    10_000
+}
 fn default_max_rollbacks() -> u32 {
     3
 }
@@ -181,6 +197,11 @@ impl EngineOptions {
         positive("dedup.maxSessions", self.dedup.max_sessions)?;
         positive("dedup.maxQueriesPerSession", self.dedup.max_queries_per_session)?;
         crate::dedup::Mode::parse(&self.dedup.policy)?;
+        positive("approvalTimeoutMs", self.approval_timeout_ms as usize)?;
+        positive("checkTimeoutMs", self.check_timeout_ms as usize)?;
+        if let Some(p) = &self.permissions {
+            crate::permission::Permissions::parse(p, "executor")?;
+        }
         if let Some(limit) = &self.rate_limit {
             crate::ratelimit::RateLimit::parse(limit)?;
         }
@@ -248,9 +269,23 @@ pub struct ToolSpec {
     /// Reads the outside world (web pages, email, uploads): its output is fenced as data, not instructions.
     #[serde(default)]
     pub untrusted: bool,
-    /// Refused unless the execution context approves the tool by name.
+    /// Every call asks the approval callback (unless the context approves the tool by name, or the mode is
+    /// `acceptAll`).
     #[serde(default)]
     pub needs_approval: bool,
+    /// How much the tool can change: `read`, `write`, `destructive` or `admin` (default: `read` for read-only
+    /// tools, else `write`).
+    #[serde(default)]
+    pub risk: Option<Risk>,
+    /// The host runs the tool's own check of the arguments before permission.
+    #[serde(default)]
+    pub check: bool,
+    /// `{ arg, root }` (or a list): a path argument must resolve inside the root.
+    #[serde(default)]
+    pub path_within: Option<Value>,
+    /// `{ arg, hosts }` (or a list): a URL argument's host must be one of these (`*.example.com` for subdomains).
+    #[serde(default)]
+    pub url_hosts: Option<Value>,
     /// Replace a tool already registered under this name instead of refusing.
     #[serde(default)]
     pub replace: bool,

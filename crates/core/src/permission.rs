@@ -1,13 +1,170 @@
 //! Station 5: may this call run in this context? Kept apart from validation: "not allowed" never reads as "invalid".
+//!
+//! The decision, in this order, with the first match deciding:
+//! 1. the context's lists and risk ceiling (`allowedTools`, `deniedTools`, `maxRisk`): a tool outside them is not
+//!    even visible to the context, and is refused before its arguments are read;
+//! 2. `deny` rules (the executor's and the context's): deny always wins;
+//! 3. `ask` rules (and `needsApproval` tools): the approval callback decides, unless the mode is `acceptAll`;
+//! 4. `allow` rules;
+//! 5. the mode, when no rule matched: `default` asks for tools above `read`, `acceptAll` allows, `readOnly` allows
+//!    only `read` tools, `denyAll` refuses. With no mode set anywhere, such a call runs: permissions are opt-in.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::Deserialize;
+use serde_json::Value;
 
 use crate::registry::Tool;
 use crate::result::ErrorKind;
 
-/// The parts of an execution context the permission station reads.
+/// How much a tool can change, in increasing order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Risk {
+    Read,
+    Write,
+    Destructive,
+    Admin,
+}
+
+impl Risk {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Risk::Read => "read",
+            Risk::Write => "write",
+            Risk::Destructive => "destructive",
+            Risk::Admin => "admin",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Mode {
+    Default,
+    AcceptAll,
+    ReadOnly,
+    DenyAll,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Deny,
+    Ask,
+    Allow,
+}
+
+impl Action {
+    fn as_str(self) -> &'static str {
+        match self {
+            Action::Deny => "deny",
+            Action::Ask => "ask",
+            Action::Allow => "allow",
+        }
+    }
+}
+
+/// A rule as declared: a tool name pattern, or `{ tool, args?, reason? }` where `args` maps argument names to
+/// patterns (`*` matches any run of characters).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum DeclaredRule {
+    Tool(String),
+    Full {
+        tool: String,
+        #[serde(default)]
+        args: HashMap<String, String>,
+        #[serde(default)]
+        reason: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct DeclaredPermissions {
+    #[serde(default)]
+    mode: Option<Mode>,
+    #[serde(default)]
+    deny: Vec<DeclaredRule>,
+    #[serde(default)]
+    ask: Vec<DeclaredRule>,
+    #[serde(default)]
+    allow: Vec<DeclaredRule>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    pub action: Action,
+    pub tool: String,
+    /// Argument name → pattern, sorted by name (so that the rule's text is stable).
+    pub args: Vec<(String, String)>,
+    pub reason: Option<String>,
+    /// `executor` or `context`.
+    pub source: &'static str,
+}
+
+impl Rule {
+    /// The rule as the result and the trace name it: `deny shell(command: rm *)`.
+    pub fn describe(&self) -> String {
+        let args = if self.args.is_empty() {
+            String::new()
+        } else {
+            format!("({})", self.args.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join(", "))
+        };
+        format!("{} {}{args}", self.action.as_str(), self.tool)
+    }
+
+    fn matches(&self, tool: &str, args: Option<&Value>) -> bool {
+        if !glob(&self.tool, tool) {
+            return false;
+        }
+        self.args.iter().all(|(name, pattern)| {
+            let value = args.and_then(|a| a.get(name));
+            let text = match value {
+                Some(Value::String(s)) => s.clone(),
+                Some(v @ (Value::Number(_) | Value::Bool(_))) => v.to_string(),
+                _ => return false,
+            };
+            // Runs of whitespace count as one space, so `rm  -rf` and ` rm -rf` meet `rm *` like `rm -rf` does.
+            glob(pattern, &text.split_whitespace().collect::<Vec<_>>().join(" "))
+        })
+    }
+}
+
+/// Rules and a mode, from executor options or an execution context.
+#[derive(Debug, Clone, Default)]
+pub struct Permissions {
+    pub mode: Option<Mode>,
+    /// Deny rules first, then ask, then allow: the order they are looked at.
+    pub rules: Vec<Rule>,
+}
+
+impl Permissions {
+    pub fn parse(value: &Value, source: &'static str) -> Result<Self, String> {
+        let declared: DeclaredPermissions = serde_json::from_value(value.clone()).map_err(|e| {
+            format!("permissions must be {{ mode?, deny?, ask?, allow? }} with rules like 'shell' or {{ tool: 'shell', args: {{ command: 'rm *' }} }} ({e})")
+        })?;
+        let mut rules = Vec::new();
+        for (action, list) in [(Action::Deny, declared.deny), (Action::Ask, declared.ask), (Action::Allow, declared.allow)] {
+            for rule in list {
+                let (tool, args, reason) = match rule {
+                    DeclaredRule::Tool(tool) => (tool, HashMap::new(), None),
+                    DeclaredRule::Full { tool, args, reason } => (tool, args, reason),
+                };
+                if tool.is_empty() {
+                    return Err("permissions: a rule needs a tool name or pattern".into());
+                }
+                let mut args: Vec<(String, String)> = args.into_iter().collect();
+                args.sort();
+                rules.push(Rule { action, tool, args, reason, source });
+            }
+        }
+        Ok(Permissions { mode: declared.mode, rules })
+    }
+}
+
+/// The parts of an execution context the permission station reads, with the executor's permissions under it.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Policy {
@@ -19,9 +176,31 @@ pub struct Policy {
     /// Tools that need approval and are approved for this execution.
     #[serde(default)]
     pub approved_tools: Vec<String>,
+    /// Tools above this risk are not visible to the context.
+    #[serde(default)]
+    pub max_risk: Option<Risk>,
+    /// The context's `permissions` as sent; `from_json` parses them into `own`.
+    #[serde(default)]
+    pub permissions: Option<Value>,
+    /// The context's own rules and mode (parsed from `permissions`).
+    #[serde(skip)]
+    pub own: Permissions,
+    /// The executor's rules and mode.
+    #[serde(skip)]
+    pub executor: Arc<Permissions>,
     /// The context's plain fields (`sessionId`, `userId`, `tenantId`, …) that keys are made of.
     #[serde(default)]
     pub fields: HashMap<String, String>,
+}
+
+/// What the permission station decided about a call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Runs; how it was decided (`allowed`, `approved`, or the rule / mode), for the trace.
+    Allow { how: &'static str, by: String },
+    Deny { kind: ErrorKind, error: String, by: String },
+    /// The approval callback decides; the rule that asked.
+    Ask { by: String, reason: Option<String> },
 }
 
 impl Policy {
@@ -29,40 +208,100 @@ impl Policy {
         if json.is_empty() {
             return Ok(Policy::default());
         }
-        serde_json::from_str(json).map_err(|e| format!("invalid execution context: {e}"))
+        let mut policy: Policy = serde_json::from_str(json).map_err(|e| format!("invalid execution context: {e}"))?;
+        if let Some(value) = policy.permissions.take() {
+            policy.own = Permissions::parse(&value, "context").map_err(|e| format!("context.{e}"))?;
+        }
+        Ok(policy)
     }
 
-    /// Whether the context may use this tool at all: what listings and suggestions may name.
+    /// The context's mode, else the executor's; None when neither sets one.
+    fn mode(&self) -> Option<Mode> {
+        self.own.mode.or(self.executor.mode)
+    }
+
+    /// Rules in the order they are looked at: every deny (executor's, then context's), then every ask, then allow.
+    fn rules(&self) -> impl Iterator<Item = &Rule> {
+        [Action::Deny, Action::Ask, Action::Allow].into_iter().flat_map(move |action| {
+            self.executor.rules.iter().chain(&self.own.rules).filter(move |r| r.action == action)
+        })
+    }
+
+    /// Whether the context may use this tool at all: what listings, suggestions and definitions may name. A deny
+    /// rule with no argument patterns hides its tools too.
     pub fn visible(&self, tool: &Tool) -> bool {
-        let name = tool.spec.name.as_str();
-        let allowed = self.allowed_tools.as_ref().is_none_or(|list| matches_any(list, name));
-        allowed && !matches_any(&self.denied_tools, name)
+        self.hidden_by(tool).is_none()
     }
 
-    pub fn permit(&self, tool: &Tool) -> Result<&'static str, (ErrorKind, String)> {
+    fn hidden_by(&self, tool: &Tool) -> Option<String> {
         let name = tool.spec.name.as_str();
-        if !self.visible(tool) {
-            return Err((
-                ErrorKind::PermissionDenied,
-                format!(
-                    "Tool \"{name}\" is not allowed in this context. Do not call it again; \
-                     continue with the tools you may use, or tell the user what you could not do."
-                ),
-            ));
+        if self.allowed_tools.as_ref().is_some_and(|list| !matches_any(list, name)) {
+            return Some("the context's allowedTools".into());
         }
-        if tool.spec.needs_approval {
-            if matches_any(&self.approved_tools, name) {
-                return Ok("approved");
+        if matches_any(&self.denied_tools, name) {
+            return Some("the context's deniedTools".into());
+        }
+        if let Some(max) = self.max_risk.filter(|max| tool.risk > *max) {
+            return Some(format!("the context's maxRisk ({}; the tool's risk is {})", max.as_str(), tool.risk.as_str()));
+        }
+        self.rules().find(|r| r.action == Action::Deny && r.args.is_empty() && r.matches(name, None)).map(|r| format!("the rule {}", r.describe()))
+    }
+
+    /// The decision for a call; `args` are its validated arguments, `remembered` whether the session approved
+    /// this rule for this tool before.
+    pub fn decide(&self, tool: &Tool, args: &Value, remembered: impl Fn(&str) -> bool) -> Decision {
+        let name = tool.spec.name.as_str();
+        let denied = |by: String, reason: Option<&str>| {
+            let why = reason.map_or(String::new(), |r| format!(" ({r})"));
+            Decision::Deny {
+                kind: ErrorKind::PermissionDenied,
+                error: format!(
+                    "Tool \"{name}\" is not allowed here: {by}{why}. Do not call it again this way; continue with what you \
+                     may do, or tell the user what you could not do."
+                ),
+                by,
             }
-            return Err((
-                ErrorKind::ApprovalDenied,
-                format!(
-                    "Tool \"{name}\" is not allowed without approval, and this call was not approved. \
-                     Do not retry it unchanged; ask the user to approve it."
-                ),
-            ));
+        };
+        if let Some(by) = self.hidden_by(tool) {
+            return denied(format!("refused by {by}"), None);
         }
-        Ok("allowed")
+        let mode = self.mode();
+        if let Some(rule) = self.rules().find(|r| r.matches(name, Some(args))) {
+            let by = format!("{} ({} permissions)", rule.describe(), rule.source);
+            return match rule.action {
+                Action::Deny => denied(format!("refused by the rule {by}"), rule.reason.as_deref()),
+                Action::Ask if mode == Some(Mode::AcceptAll) => Decision::Allow { how: "accepted", by: format!("{by}, accepted by the mode acceptAll") },
+                Action::Ask => self.ask(tool, by, rule.reason.clone(), &remembered),
+                Action::Allow => Decision::Allow { how: "allowed", by },
+            };
+        }
+        if tool.spec.needs_approval && mode != Some(Mode::AcceptAll) {
+            return self.ask(tool, "needsApproval (the tool's declaration)".into(), None, &remembered);
+        }
+        match mode {
+            None => Decision::Allow { how: "allowed", by: "no rule or mode applies".into() },
+            Some(Mode::AcceptAll) => Decision::Allow { how: "allowed", by: "the mode acceptAll".into() },
+            Some(Mode::DenyAll) => denied("refused by the mode denyAll (only tools a rule allows may run)".into(), None),
+            Some(Mode::ReadOnly) if tool.risk > Risk::Read => {
+                denied(format!("refused by the mode readOnly (the tool's risk is {})", tool.risk.as_str()), None)
+            }
+            Some(Mode::ReadOnly) => Decision::Allow { how: "allowed", by: "the mode readOnly (a read tool)".into() },
+            Some(Mode::Default) if tool.risk > Risk::Read => {
+                self.ask(tool, format!("the mode default (the tool's risk is {})", tool.risk.as_str()), None, &remembered)
+            }
+            Some(Mode::Default) => Decision::Allow { how: "allowed", by: "the mode default (a read tool)".into() },
+        }
+    }
+
+    /// An ask the context or the session already answered is not asked again.
+    fn ask(&self, tool: &Tool, by: String, reason: Option<String>, remembered: &impl Fn(&str) -> bool) -> Decision {
+        if matches_any(&self.approved_tools, &tool.spec.name) {
+            return Decision::Allow { how: "approved", by: format!("{by}, approved by the context's approvedTools") };
+        }
+        if remembered(&by) {
+            return Decision::Allow { how: "approved", by: format!("{by}, approved earlier in this session") };
+        }
+        Decision::Ask { by, reason }
     }
 }
 
@@ -88,7 +327,8 @@ pub fn glob(pattern: &str, text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::glob;
+    use super::*;
+    use serde_json::json;
 
     #[test]
     fn glob_matches_stars_anywhere() {
@@ -100,5 +340,25 @@ mod tests {
         assert!(!glob("a*b*c", "a_x_c_y_b"));
         assert!(glob("*", "anything"));
         assert!(!glob("ab*ba", "aba"));
+    }
+
+    #[test]
+    fn argument_patterns_see_through_spacing() {
+        let p = Permissions::parse(&json!({ "deny": [{ "tool": "shell", "args": { "command": "rm *" } }] }), "executor").unwrap();
+        let rule = &p.rules[0];
+        assert_eq!(rule.describe(), "deny shell(command: rm *)");
+        for command in ["rm -rf /", "  rm   -rf /", "rm\t-rf /"] {
+            assert!(rule.matches("shell", Some(&json!({ "command": command }))), "{command}");
+        }
+        assert!(!rule.matches("shell", Some(&json!({ "command": "ls" }))));
+        assert!(!rule.matches("shell", Some(&json!({}))), "a rule on an argument the call lacks does not match");
+    }
+
+    #[test]
+    fn declarations_are_checked() {
+        assert!(Permissions::parse(&json!({ "mode": "yolo" }), "executor").is_err());
+        assert!(Permissions::parse(&json!({ "deny": [{ "args": {} }] }), "executor").is_err());
+        assert!(Permissions::parse(&json!({ "deny": [""] }), "executor").is_err());
+        assert!(Permissions::parse(&json!({ "allow": ["*"], "mode": "denyAll" }), "executor").is_ok());
     }
 }

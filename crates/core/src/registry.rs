@@ -8,7 +8,9 @@ use jsonschema::{PatternOptions, Validator};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use crate::checks;
 use crate::judge;
+use crate::permission::Risk;
 
 use crate::dedup::{Dedup, Mode};
 use crate::options::{EngineOptions, RetryPolicy, ToolSpec};
@@ -32,6 +34,9 @@ pub struct Tool {
     pub aliases: Map<String, Value>,
     /// `rollbackWhen`, for the judge station (empty: results are not judged).
     pub judge: Vec<judge::Rule>,
+    pub risk: Risk,
+    /// Built-in business checks (`pathWithin`, `urlHosts`).
+    pub checks: Vec<checks::Check>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -180,7 +185,11 @@ impl Registry {
         let rate_limit = spec.rate_limit.as_ref().map(RateLimit::parse).transpose().map_err(named)?;
         let aliases = check_aliases(spec.aliases.take().unwrap_or_default(), &schema).map_err(named)?;
         let judge = spec.rollback_when.as_ref().map(judge::rules).transpose().map_err(named)?.unwrap_or_default();
+        let checks = checks::declared(spec.path_within.as_ref(), spec.url_hosts.as_ref()).map_err(named)?;
+        let risk = spec.risk.unwrap_or(if spec.read_only { Risk::Read } else { Risk::Write });
         let tool = Tool {
+            checks,
+            risk,
             aliases,
             judge,
             cache,
@@ -229,6 +238,7 @@ impl Registry {
                     "readOnly": t.spec.read_only,
                     "idempotent": t.spec.idempotent,
                     "needsApproval": t.spec.needs_approval,
+                    "risk": t.risk.as_str(),
                     "timeoutMs": t.timeout_ms,
                     "maxOutputChars": t.max_output_chars,
                     "retry": t.retry,

@@ -85,6 +85,10 @@ pub struct Metadata {
     /// Images the result carries, for the provider formats that take images in tool results.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<Image>,
+    /// What the permission station decided (`allowed`, `approved`, `accepted`, `denied`) and the rule, mode or
+    /// answer that decided it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub permission: Option<PermissionNote>,
     /// What the repair station changed in the call before it ran.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub repairs: Vec<Repair>,
@@ -130,6 +134,12 @@ pub struct Binary {
 pub struct Image {
     pub media_type: String,
     pub data: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PermissionNote {
+    pub decision: &'static str,
+    pub by: String,
 }
 
 /// A failed attempt that was retried.

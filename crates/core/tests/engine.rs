@@ -73,7 +73,7 @@ fn permission_says_not_allowed_and_approval_is_separate() {
     let turn = h.begin(json!([{"name": "write_file", "input": {"path": "a"}}, {"name": "deploy"}]), policy);
     let results = h.results(turn);
     assert_eq!(results[0].error_kind, Some(ErrorKind::PermissionDenied));
-    assert!(error(&results[0]).contains("is not allowed in this context"));
+    assert!(error(&results[0]).contains("is not allowed here: refused by the context's allowedTools"), "{}", error(&results[0]));
     assert!(!error(&results[0]).contains("invalid"));
     assert_eq!(results[1].error_kind, Some(ErrorKind::ApprovalDenied));
     assert!(h.log.is_empty(), "no handler ran");

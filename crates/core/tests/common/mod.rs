@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use toolgate_core::{Engine, EngineOptions, Outcome, Policy, Start, Step, ToolResult, ToolSpec, TurnOptions};
+use toolgate_core::{Engine, EngineOptions, HostAnswer, HostKind, HostRequest, Outcome, Policy, Start, Step, ToolResult, ToolSpec, TurnOptions};
 
 /// What a fake handler does when started.
 #[derive(Clone)]
@@ -23,6 +23,18 @@ pub struct Host {
     pub log: Vec<(&'static str, String)>,
     pub running: HashMap<u32, String>,
     pub done: Vec<u32>,
+    /// How the host answers checks and approvals (JSON); None leaves them unanswered, for a test to answer.
+    pub answer: Option<fn(&HostRequest) -> String>,
+    /// Requests left unanswered.
+    pub requests: Vec<HostRequest>,
+}
+
+/// What the JS layer answers when no approval callback is set, and a check that finds nothing wrong.
+pub fn no_callback(request: &HostRequest) -> String {
+    match request.kind {
+        HostKind::Approve => json!({"decision": "deny", "reason": "no approval callback is set"}).to_string(),
+        HostKind::Check => "{}".into(),
+    }
 }
 
 /// Tests leave no artifact files behind.
@@ -45,6 +57,8 @@ impl Host {
             log: vec![],
             running: HashMap::new(),
             done: vec![],
+            answer: Some(no_callback),
+            requests: vec![],
         }
     }
 
@@ -75,6 +89,16 @@ impl Host {
         for (run, _) in step.abort {
             if let Some(name) = self.running.remove(&run) {
                 self.log.push(("abort", name));
+            }
+        }
+        for request in step.host {
+            match self.answer {
+                Some(answer) => {
+                    let reply = HostAnswer::from_json(&answer(&request)).unwrap();
+                    let next = self.engine.answer(request.ticket, reply, self.now);
+                    self.apply(next);
+                }
+                None => self.requests.push(request),
             }
         }
         let starts: Vec<Start> = step.start;
