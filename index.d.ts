@@ -127,8 +127,18 @@ export interface ToolSpec<Args = any, Ctx = ExecutionContext> {
   aliases?: Record<string, string>
   /** When a successful result is useless (an empty list, an error page): it gets `rollback: { reason }`. */
   rollbackWhen?: RollbackRule | RollbackRule[] | ((value: unknown, ctx: { callId: string; toolName: string; context: Ctx | undefined }) => boolean | string | null | undefined)
-  /** Refused unless the execution context lists the tool in `approvedTools`. */
+  /** Every call asks the approval callback (unless the context lists the tool in `approvedTools`, or the mode is
+   * `acceptAll`). */
   needsApproval?: boolean
+  /** How much it can change (default: `read` for read-only tools, else `write`). */
+  risk?: Risk
+  /** The tool's own business check of the arguments, before permission: return nothing when fine, or the problem
+   * (a string) to refuse the call as `invalid_arguments`. Throwing, or taking longer than `checkTimeoutMs`, fails it. */
+  check?: (args: Args, ctx: { callId: string; toolName: string; context: Ctx | undefined }) => unknown
+  /** A path argument (a name, or a JSON pointer such as '/file/path') must resolve inside `root`. */
+  pathWithin?: { arg: string; root: string } | { arg: string; root: string }[]
+  /** A URL argument's host must be one of `hosts` (`*.example.com` for its subdomains). */
+  urlHosts?: { arg: string; hosts: string[] } | { arg: string; hosts: string[] }[]
   /** Replace a tool already registered under this name instead of throwing. */
   replace?: boolean
 }
@@ -155,6 +165,14 @@ export interface ExecutorOptions {
   repair?: RepairOptions | false
   /** After this many consecutive `rollback` flags in a session, results are no longer flagged. Default 3. */
   maxConsecutiveRollbacks?: number
+  /** Rules and a mode for every call (a context may add its own). */
+  permissions?: Permissions
+  /** Decides the calls a rule, a mode or `needsApproval` asks about. Without it, they are denied. */
+  approve?: (request: ApprovalRequest) => ApprovalAnswer | Promise<ApprovalAnswer>
+  /** How long `approve` may take before the call counts as denied. Default 60 000. */
+  approvalTimeoutMs?: number
+  /** How long a tool's `check` may take before the call fails. Default 10 000. */
+  checkTimeoutMs?: number
   /** The retry policy of tools that declare none (default: 2 retries, ×2 from 1 s, capped at 60 s); `false`: none. */
   retry?: RetryPolicy | false
   /** The result cache of idempotent tools: least recently used out first. */
@@ -168,6 +186,33 @@ export interface ExecutorOptions {
   /** Trace events, in batches (today: late settlements). */
   onTrace?: (events: TraceEvent[]) => void
 }
+
+export type Risk = 'read' | 'write' | 'destructive' | 'admin'
+export type PermissionMode = 'default' | 'acceptAll' | 'readOnly' | 'denyAll'
+/** A tool name or pattern (`mcp__*`), or one with argument patterns: `{ tool: 'shell', args: { command: 'rm *' } }`. */
+export type PermissionRule = string | { tool: string; args?: Record<string, string>; reason?: string }
+export interface Permissions {
+  /** What a call no rule matches gets (no mode: it runs). */
+  mode?: PermissionMode
+  deny?: PermissionRule[]
+  ask?: PermissionRule[]
+  allow?: PermissionRule[]
+}
+export interface ApprovalRequest {
+  callId: string
+  toolName: string
+  arguments: Record<string, unknown>
+  /** The rule, mode or declaration that asked, e.g. `ask shell(command: git push*) (executor permissions)`. */
+  rule: string
+  reason?: string
+  context: unknown
+}
+export type ApprovalAnswer =
+  | boolean
+  | 'approve'
+  | 'deny'
+  | { decision: 'approve'; arguments?: Record<string, unknown>; remember?: 'session' }
+  | { decision: 'deny'; reason?: string }
 
 export interface RepairOptions {
   /** Malformed argument JSON: code fences, trailing commas, single quotes, unquoted keys, Python literals, a cut-off end. Default true. */
@@ -288,9 +333,13 @@ export interface ExecutionContext {
   allowedTools?: string[]
   /** These tools (names or `*` globs) may not run and are never listed or suggested. */
   deniedTools?: string[]
-  /** Tools marked `needsApproval` that are approved for this turn. */
+  /** Tools whose asks are approved for this turn without calling the approval callback. */
   approvedTools?: string[]
-  /** Keys session dedup. Any string or number field can also key a cache scope or a rate-limit bucket. */
+  /** Tools above this risk may not run and are never listed or suggested. */
+  maxRisk?: Risk
+  /** This context's rules and mode, on top of the executor's (its deny rules always hold). */
+  permissions?: Permissions
+  /** Keys session dedup (and "approve for this session"). Any string or number field can also key a cache scope or a rate-limit bucket. */
   sessionId?: string
   [key: string]: unknown
 }
@@ -346,7 +395,7 @@ export interface GenericToolCall {
 export type ToolCall = AnthropicToolUse | OpenAIResponsesFunctionCall | OpenAIChatToolCall | AISDKToolCall | GenericToolCall
 
 /** The stations a call reached. */
-export type Station = 'lookup' | 'parse' | 'repair' | 'validate' | 'permission' | 'invoke' | 'normalize' | 'shape' | 'judge'
+export type Station = 'lookup' | 'parse' | 'repair' | 'validate' | 'check' | 'permission' | 'approval' | 'invoke' | 'normalize' | 'shape' | 'judge'
 /** One station's verdict on a call, as `"station:outcome"`, e.g. `"permission:allowed"`, `"invoke:timeout"`. */
 export type StationMark = `${Station | 'dedup' | 'cache' | 'rate_limit' | 'retry'}:${string}`
 
@@ -368,6 +417,8 @@ export interface ToolResultMetadata {
   redactions?: Record<string, number>
   /** A binary result's size and sniffed type (its data is in the artifact). */
   binary?: { bytes: number; mediaType: string }
+  /** What the permission station decided, and the rule, mode or answer that decided it. */
+  permission?: { decision: 'allowed' | 'approved' | 'accepted' | 'denied'; by: string }
   /** What the repair station changed in the call before it ran. */
   repairs?: Repair[]
   /** The result matched `rollbackWhen`, but the session had reached `maxConsecutiveRollbacks`. */
@@ -428,6 +479,7 @@ export interface RegisteredTool {
   readOnly: boolean
   idempotent: boolean
   needsApproval: boolean
+  risk: Risk
   timeoutMs: number
   idleTimeoutMs?: number
   maxConcurrency?: number

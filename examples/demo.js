@@ -27,7 +27,15 @@ function traced(name, handler) {
 
 // ── Tools ───────────────────────────────────────────────────────────────────────────────────────────────────────
 const files = new Map([['notes/todo.md', '# TODO\n- ship the demo\n- write the manual\n']])
-const gate = new ToolExecutor() // defaults: 30 s timeout, 8 concurrent read-only calls, 30 000-char outputs
+// Defaults: 30 s timeout, 8 concurrent read-only calls, 30 000-char outputs. The approval callback stands in for
+// asking the user: it is called for calls that need approval (deploy below) and here declines production deploys.
+const gate = new ToolExecutor({
+  approve: async ({ toolName, arguments: args, rule }) => {
+    console.log(`  ${now()}  ? approval asked for ${toolName}(${JSON.stringify(args)}) by ${rule}`)
+    return args.env === 'production' ? { decision: 'deny', reason: 'the user is away; deploy to staging or ask later' } : true
+  },
+  permissions: { deny: [{ tool: 'run_shell', args: { command: 'rm *' }, reason: 'no deletions from the agent' }] },
+})
 
 gate.register({
   name: 'web_search', description: 'Search the web. Returns titles and URLs.', readOnly: true,
@@ -73,7 +81,7 @@ gate.register({
   handler: traced('run_shell', async () => ({ stdout: ' M notes/summary.md\n', stderr: 'warning: CRLF will be replaced by LF', exitCode: 0 })),
 })
 gate.register({
-  name: 'deploy', description: 'Deploy the site.', needsApproval: true, // refused unless context.approvedTools has it
+  name: 'deploy', description: 'Deploy the site.', needsApproval: true, // every call asks the approval callback
   parameters: { type: 'object', properties: { env: { enum: ['staging', 'production'] } }, required: ['env'] },
   handler: () => 'deployed',
 })
@@ -106,7 +114,8 @@ const SCRIPT = [
     toolUse('toolu_07', 'web_search', { query: '', limit: 50, lang: 'en' }), // three schema problems
     toolUse('toolu_08', 'get_wether', { city: 'Porto' }), // misspelt tool
     toolUse('toolu_09', 'delete_file', { path: 'notes/todo.md' }), // denied by context
-    toolUse('toolu_10', 'deploy', { env: 'production' }), // needs approval
+    toolUse('toolu_10', 'deploy', { env: 'production' }), // needs approval: the callback declines
+    toolUse('toolu_10b', 'run_shell', { command: 'rm -rf notes' }), // a deny rule on the command
     toolUse('toolu_11', 'slow_report', { month: '2026-10' }),
   ],
   (messages) => {
@@ -121,7 +130,7 @@ const SCRIPT = [
   },
   () => [{
     type: 'text',
-    text: 'Summary saved to notes/summary.md; Lisbon and Porto are clear. I did not deploy (it needs your approval), ' +
+    text: 'Summary saved to notes/summary.md; Lisbon and Porto are clear. I did not deploy (production needs you; staging is possible), ' +
       'I may not delete files here, notes/missing.md does not exist, and the report timed out: ask for a narrower range.',
   }],
 ]

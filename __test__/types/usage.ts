@@ -135,3 +135,25 @@ async function shapedTurn(): Promise<void> {
   void [reason, rules, saved, counts, images]
 }
 void shapedTurn
+
+// Permissions, approvals and business checks.
+const guarded = new ToolExecutor<AppContext>({
+  permissions: { mode: 'default', deny: [{ tool: 'shell', args: { command: 'rm *' }, reason: 'no deletions' }], ask: ['deploy'], allow: ['read_*'] },
+  approve: async (request) => (request.toolName === 'deploy' ? { decision: 'deny', reason: `not now (${request.rule})` } : true),
+  approvalTimeoutMs: 30_000,
+  checkTimeoutMs: 5_000,
+})
+guarded.register<{ path: string }>({
+  name: 'read_file',
+  risk: 'read',
+  pathWithin: { arg: 'path', root: '/srv/data' },
+  check: async (args) => (args.path.endsWith('.key') ? 'key files are off limits' : undefined),
+  handler: () => '',
+})
+guarded.register({ name: 'fetch', urlHosts: [{ arg: 'url', hosts: ['*.example.com'] }], handler: () => '' })
+// @ts-expect-error risk levels are a closed set
+guarded.register({ name: 'bad_risk', risk: 'huge', handler: () => '' })
+// @ts-expect-error a mode is one of the four
+new ToolExecutor({ permissions: { mode: 'yolo' } })
+void guarded.execute([{ name: 'read_file', input: { path: 'a' } }], { context: { userId: 'u', maxRisk: 'write', permissions: { deny: ['fetch'] } } })
+  .then(([r]) => r.metadata.permission?.by)

@@ -244,7 +244,8 @@ impl Policy {
         if let Some(max) = self.max_risk.filter(|max| tool.risk > *max) {
             return Some(format!("the context's maxRisk ({}; the tool's risk is {})", max.as_str(), tool.risk.as_str()));
         }
-        self.rules().find(|r| r.action == Action::Deny && r.args.is_empty() && r.matches(name, None)).map(|r| format!("the rule {}", r.describe()))
+        let rule = self.rules().find(|r| r.action == Action::Deny && r.args.is_empty() && r.matches(name, None))?;
+        Some(format!("the rule {} ({} permissions)", rule.describe(), rule.source))
     }
 
     /// The decision for a call; `args` are its validated arguments, `remembered` whether the session approved
