@@ -29,8 +29,8 @@ export declare class Engine {
    * comes from a later `expire`.
    */
   completeBytes(run: number, kind: string, data: Buffer, more?: boolean | undefined | null): string
-  /** A JSON value with secrets redacted and its size capped, as a trace may show arguments. */
-  snapshot(json: string): string
+  /** Each value of a JSON array with secrets redacted and its size capped, as a trace shows arguments. */
+  snapshots(jsonArray: string): string
   readArtifact(path: string, offset: number, limit?: number | undefined | null): string
   searchArtifact(path: string, pattern: string): string
   sweepArtifacts(): number

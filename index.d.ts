@@ -183,8 +183,15 @@ export interface ExecutorOptions {
   rateLimit?: RateLimitSpec
   /** Every `ctx.progress()` of every call. */
   onProgress?: (event: ProgressEvent) => void
-  /** Trace events, in batches (today: late settlements). */
+  /** Trace events in batches: every station of every call, once per finished turn, and late settlements. */
   onTrace?: (events: TraceEvent[]) => void
+  /** An audit record per call, to a callback and/or a rotating JSONL file. */
+  audit?: AuditOptions
+  /** Spans through `@opentelemetry/api` when the application has it (default true; nothing happens without it). */
+  otel?: boolean
+  /** Results carry stage timings (`metadata.timings`, `metadata.starts`), as `renderTimeline` draws them. On
+   * whenever `onTrace` or `audit` is set. */
+  trace?: boolean
 }
 
 export type Risk = 'read' | 'write' | 'destructive' | 'admin'
@@ -287,7 +294,58 @@ export interface LateSettlementEvent {
   /** The call's arguments, secrets redacted and size capped. */
   args: unknown
 }
-export type TraceEvent = LateSettlementEvent
+/** One station a call passed, from a finished turn (delivered in a batch per turn, after `execute` resolves). */
+export interface StationEvent {
+  type: 'station'
+  /** The turn: every event of one `execute` shares it. */
+  traceId: string
+  callId: string
+  toolName: string
+  station: Station | 'dedup' | 'cache' | 'rate_limit' | 'retry'
+  outcome: string
+  /** When the station decided, ms since the epoch. */
+  at: number
+  /** Until the call's next station decided. */
+  durationMs: number
+  /** What decided: the rule, the repairs, the cache hit, the attempt, the retry. */
+  decided?: unknown
+  /** On a call's first event: its arguments as sent, secrets redacted and size capped. */
+  args?: unknown
+}
+export type TraceEvent = StationEvent | LateSettlementEvent
+
+/** One audit record per call: the JSONL file's lines and `audit.onRecord`'s argument. */
+export interface AuditRecord {
+  traceId: string
+  callId: string
+  tool: string
+  agentId?: string
+  sessionId?: string
+  userId?: string
+  tenantId?: string
+  /** As sent, secrets redacted and size capped. */
+  args: unknown
+  /** ISO time the handler first started (the turn's start when it never ran). */
+  startedAt: string
+  durationMs: number
+  status: 'ok' | 'error'
+  errorKind?: ErrorKind
+  error?: string
+  attempts: number
+  cached: boolean
+  truncated: boolean
+  outputChars: number
+}
+
+export interface AuditOptions {
+  /** An append-only JSONL file: one record per line, each written whole. */
+  file?: string
+  /** Rotate past this size (`file` → `file.1` → …). Default 10 MiB. */
+  maxBytes?: number
+  /** Rotated files kept. Default 5. */
+  keep?: number
+  onRecord?: (record: AuditRecord) => void
+}
 
 export interface PendingHandler {
   callId: string
@@ -312,9 +370,25 @@ export interface ToolCounters {
   duplicates: number
   rateLimited: number
 }
+/** A tool's (or all tools') counters and call metrics. */
+export interface ToolStats extends ToolCounters {
+  calls: number
+  successes: number
+  failures: Partial<Record<ErrorKind, number>>
+  /** Handlers running now. */
+  inFlight: number
+  /** How long handlers ran (quantiles within 10%; null before any ran). */
+  latencyMs: { count: number; sum: number; p50: number | null; p95: number | null; p99: number | null }
+}
 export interface ExecutorStats {
-  total: ToolCounters
-  tools: Record<string, ToolCounters>
+  total: ToolStats
+  tools: Record<string, ToolStats>
+}
+export interface HealthReport {
+  status: 'ok' | 'degraded' | 'failing'
+  tools: Record<string, { status: 'ok' | 'degraded' | 'failing'; calls: number; errorRate: number; timeoutRate: number; p95Ms: number | null; inFlight: number; lateSettlements: number }>
+  inFlight: number
+  abandonedHandlers: number
 }
 
 /** Throw it (or any error with `retryable: true`) to ask for another attempt under the tool's retry policy. */
@@ -417,6 +491,10 @@ export interface ToolResultMetadata {
   redactions?: Record<string, number>
   /** A binary result's size and sniffed type (its data is in the artifact). */
   binary?: { bytes: number; mediaType: string }
+  /** With tracing on: when each stage decided, in ms since the turn began (parallel to `stages`). */
+  timings?: number[]
+  /** With tracing on: when each attempt's handler started, in ms since the turn began. */
+  starts?: number[]
   /** What the permission station decided, and the rule, mode or answer that decided it. */
   permission?: { decision: 'allowed' | 'approved' | 'accepted' | 'denied'; by: string }
   /** What the repair station changed in the call before it ran. */
@@ -542,8 +620,13 @@ export declare class ToolExecutor<Ctx extends ExecutionContext = ExecutionContex
   readonly running: number
   /** Every handler that has not settled, including those whose calls already timed out or were cancelled. */
   pendingHandlers(): PendingHandler[]
-  /** Counters per tool and in total: retries, timeouts, late settlements, cache, flights, duplicates, rate limits. */
+  /** Per tool and in total: calls, successes, failures by kind, latency p50/p95/p99, handlers in flight, and the
+   * counters of retries, timeouts, late settlements, cache, flights, duplicates and rate limits. */
   stats(): ExecutorStats
+  /** `stats()` in Prometheus text format (0.0.4), for a Node server's `/metrics`. */
+  prometheus(): string
+  /** Each tool's status from its error and timeout rates, and the worst of them. */
+  healthReport(): HealthReport
   /** Forgets cached results of `tool`, or only those for `args`; returns how many were dropped. */
   invalidate(tool: string, args?: Record<string, unknown>): number
   clearCache(): void
@@ -607,3 +690,8 @@ export declare function formatResults(results: readonly ToolResult[], format: 'a
 
 /** The text a model should read for one result. */
 export declare function forLlm(result: ToolResult): string
+
+/** A turn's results as a self-contained HTML page: one bar per call, split into queued, checking, waiting for
+ * approval, waiting for a token, running, retrying and cached, coloured by outcome (needs `metadata.timings`, so
+ * run with `trace: true`; without them each bar is queued then running). */
+export declare function renderTimeline(results: readonly ToolResult[], options?: { title?: string }): string

@@ -4,6 +4,8 @@
 // calls into the engine. See ../shared/DESIGN.md, "The boundary".
 
 const { Engine } = require('./binding.js')
+const observe = require('./observe.js')
+const { renderTimeline } = require('./timeline.js')
 
 /** Marker the engine reads in place of a call that JSON.stringify could not serialize. */
 const UNSERIALIZABLE = '__toolgateUnserializable'
@@ -16,10 +18,11 @@ const RESULT_FORMATS = ['anthropic', 'openai-responses', 'openai-chat', 'ai-sdk'
 const ENGINE_OPTIONS = [
   'defaultTimeoutMs', 'maxTimeoutMs', 'concurrency', 'maxOutputChars', 'maxErrorChars', 'previewChars', 'retry', 'cache',
   'dedup', 'rateLimit', 'redact', 'artifacts', 'repair', 'maxConsecutiveRollbacks', 'permissions', 'approvalTimeoutMs',
-  'checkTimeoutMs',
+  'checkTimeoutMs', 'trace',
 ]
-/** Executor options the JS layer keeps for itself. */
+/** Executor options the JS layer keeps for itself: listeners and callbacks, and the observability sinks. */
 const LISTENER_OPTIONS = ['onProgress', 'onTrace', 'approve']
+const OBSERVER_OPTIONS = ['audit', 'otel']
 const SPEC_FIELDS = [
   'name', 'description', 'parameters', 'readOnly', 'idempotent', 'timeoutMs', 'idleTimeoutMs', 'maxOutputChars',
   'needsApproval', 'replace', 'retry', 'maxConcurrency', 'cache', 'dedup', 'rateLimit', 'untrusted', 'aliases',
@@ -69,6 +72,8 @@ class ToolExecutor {
   /** Handlers whose calls timed out or were cancelled but which have not settled yet, by run. */
   #abandoned = new Map()
   #listeners
+  /** Where finished turns are reported: `{ onTrace?, auditSink?, onRecord?, otel?, tracer? }`; undefined when nowhere. */
+  #observers
   #closed = false
   /** Set while `close()` waits for the last abandoned handler. */
   #onAbandonedSettled = null
@@ -81,8 +86,12 @@ class ToolExecutor {
   /** @param {import('./index').ExecutorOptions} [options] */
   constructor(options = {}) {
     if (options === null || typeof options !== 'object') throw new TypeError('new ToolExecutor(options): options must be an object')
-    const engineOptions = pick(options, [...ENGINE_OPTIONS, ...LISTENER_OPTIONS], 'ToolExecutor options')
+    const engineOptions = pick(options, [...ENGINE_OPTIONS, ...LISTENER_OPTIONS, ...OBSERVER_OPTIONS], 'ToolExecutor options')
     this.#listeners = takeListeners(engineOptions, 'ToolExecutor options')
+    this.#observers = takeObservers(engineOptions, this.#listeners.onTrace)
+    // Stage timings cost a little per call: results carry them when asked (`trace: true`, for timelines) or when
+    // trace events or audit records are wanted.
+    if (this.#observers?.onTrace || this.#observers?.auditSink || this.#observers?.onRecord) engineOptions.trace = true
     const json = JSON.stringify(offAsOptions(engineOptions))
     this.#engine = programmerError(() => new Engine(json, wake))
     sweepArtifactsWhileAlive(this.#engine)
@@ -190,9 +199,19 @@ class ToolExecutor {
     return [...[...this.#runs.values()].map((c) => entry(c, 'running')), ...[...this.#abandoned.values()].map((c) => entry(c, 'abandoned'))]
   }
 
-  /** Counters per tool and in total: retries, timeouts, late settlements, cache, flights, duplicates, rate limits. */
+  /** Per tool and in total: calls, successes, failures by kind, latency percentiles, in flight, and the counters. */
   stats() {
     return JSON.parse(this.#engine.counters())
+  }
+
+  /** `stats()` in Prometheus text format, for a Node server's `/metrics`. */
+  prometheus() {
+    return observe.prometheus(this.stats())
+  }
+
+  /** Each tool's status (`ok`, `degraded`, `failing`) from its error and timeout rates, and the worst of them. */
+  healthReport() {
+    return observe.healthReport(this.stats(), this.pendingHandlers())
   }
 
   /** Forgets cached results of `tool`, or only those for `args`; returns how many were dropped. */
@@ -231,6 +250,7 @@ class ToolExecutor {
       this.#onAbandonedSettled = null
     }
     this.#engine.removeArtifacts()
+    this.#observers?.auditSink?.close()
     return { stillRunning: this.pendingHandlers() }
   }
 
@@ -256,7 +276,9 @@ class ToolExecutor {
       return Promise.reject(err)
     }
     return new Promise((resolve) => {
-      const turn = { id: step.turn, resolve, context, signal, onProgress, onAbort: null, abortReason: undefined }
+      const turn = { id: step.turn, resolve, context, signal, onProgress, onAbort: null, abortReason: undefined, calls, span: undefined }
+      const otel = this.#observers?.otel
+      if (otel) turn.span = observe.startTurnSpan(otel, this.#observers.tracer, calls.length)
       if (signal && !signal.aborted) {
         turn.onAbort = () => {
           turn.abortReason = signal.reason
@@ -387,18 +409,22 @@ class ToolExecutor {
     this.#engine.noteLateSettlement(call.toolName)
     this.#emitTrace({
       type: 'late_settlement', callId: call.callId, toolName: call.toolName, attempt: call.attempt, endedBy: call.endedBy,
-      outcome, afterMs: Date.now() - call.endedAt, args: this.#snapshot(call.args),
+      outcome, afterMs: Date.now() - call.endedAt, args: this.#snapshots([call.args])[0],
     })
     if (this.#abandoned.size === 0) this.#onAbandonedSettled?.()
   }
 
-  /** Arguments as a trace shows them: secrets redacted, size capped (a handler may have changed them). */
-  #snapshot(args) {
-    try {
-      return JSON.parse(this.#engine.snapshot(JSON.stringify(args, bigintToString) ?? 'null'))
-    } catch {
-      return '(arguments that cannot be shown as JSON)'
-    }
+  /** Arguments as a trace shows them, one crossing for a whole turn: secrets redacted, each one's size capped.
+   * One that cannot be shown as JSON (a handler may have changed it) says so. */
+  #snapshots(list) {
+    const json = list.map((args) => {
+      try {
+        return JSON.stringify(args, bigintToString) ?? 'null'
+      } catch {
+        return '"(arguments that cannot be shown as JSON)"'
+      }
+    })
+    return JSON.parse(this.#engine.snapshots(`[${json.join(',')}]`))
   }
 
   #progress(run, call, info) {
@@ -421,7 +447,33 @@ class ToolExecutor {
     this.#turns.delete(turnId)
     if (this.#turns.size === 0) live.delete(this.#engine.id)
     if (turn.onAbort) turn.signal.removeEventListener('abort', turn.onAbort)
-    turn.resolve(JSON.parse(this.#engine.finish(turnId)))
+    const results = JSON.parse(this.#engine.finish(turnId))
+    if (this.#observers) this.#report(turn, results)
+    turn.resolve(results)
+  }
+
+  /** A finished turn to the observers: audit records now (each one line, written whole), spans, and trace events
+   * on a later turn of the event loop, so that a slow listener never holds the pipeline. */
+  #report(turn, results) {
+    const { onTrace, auditSink, onRecord, otel, tracer } = this.#observers
+    const traceId = `${this.#engine.id}-${turn.id}`
+    const args = auditSink || onRecord || onTrace ? this.#snapshots(turn.calls.map(argumentsOf)) : undefined
+    if (auditSink || onRecord) {
+      for (const [i, r] of results.entries()) {
+        const record = observe.auditRecord(traceId, r, args[i], turn.context)
+        if (auditSink) auditSink.write(record)
+        if (onRecord) callListener(onRecord, record, 'audit.onRecord')
+      }
+    }
+    if (turn.span) {
+      // Without an SDK the API hands out spans that record nothing: no call spans are made then.
+      if (turn.span.isRecording()) observe.callSpans(otel, tracer, turn.span, results)
+      turn.span.end()
+    }
+    if (onTrace) {
+      const events = observe.traceEvents(traceId, results, args)
+      setImmediate(() => callListener(onTrace, events, 'onTrace'))
+    }
   }
 }
 
@@ -549,6 +601,42 @@ function judgeValue(call, value) {
   } catch (err) {
     process.emitWarning(`toolgate: the rollbackWhen function of "${call.toolName}" threw: ${err?.message ?? String(err)}`)
     return undefined
+  }
+}
+
+/** The audit file, the audit callback and OpenTelemetry, from the executor options; undefined when none is on. */
+function takeObservers(options, onTrace) {
+  const { audit, otel = true } = options
+  delete options.audit
+  delete options.otel
+  const observers = { onTrace }
+  if (audit !== undefined) {
+    if (audit === null || typeof audit !== 'object') throw new TypeError('ToolExecutor options: audit must be { file?, maxBytes?, keep?, onRecord? }')
+    const { file, maxBytes, keep, onRecord, ...unknown } = audit
+    const extra = Object.keys(unknown)
+    if (extra.length) throw new TypeError(`ToolExecutor options: unknown audit option "${extra[0]}" (known: file, maxBytes, keep, onRecord)`)
+    if (onRecord !== undefined && typeof onRecord !== 'function') throw new TypeError('ToolExecutor options: audit.onRecord must be a function')
+    if (file !== undefined) observers.auditSink = new observe.JsonlSink({ file, maxBytes, keep })
+    observers.onRecord = onRecord
+  }
+  if (typeof otel !== 'boolean') throw new TypeError('ToolExecutor options: otel must be a boolean')
+  const api = otel ? observe.loadOtel() : undefined
+  if (api) {
+    observers.otel = api
+    observers.tracer = api.trace.getTracer('toolgate')
+  }
+  const on = observers.onTrace || observers.auditSink || observers.onRecord || observers.otel
+  return on ? observers : undefined
+}
+
+/** A call's arguments as the model sent them (parsed when they are JSON text). */
+function argumentsOf(call) {
+  const raw = call?.input ?? call?.arguments ?? call?.args ?? call?.function?.arguments
+  if (typeof raw !== 'string') return raw ?? {}
+  try {
+    return JSON.parse(raw)
+  } catch {
+    return raw
   }
 }
 
@@ -762,4 +850,4 @@ function formatResults(results, format) {
   }
 }
 
-module.exports = { ToolExecutor, RetryableError, formatResults, forLlm, ERROR_KINDS }
+module.exports = { ToolExecutor, RetryableError, formatResults, forLlm, renderTimeline, ERROR_KINDS }

@@ -7,7 +7,7 @@ const { describe, it } = require('node:test')
 const assert = require('node:assert/strict')
 const { ToolExecutor } = require('..')
 const {
-  gateWith, assertFailure, assertSuccess, marks, deferred, sleep, untilAborted, recorder, counts, kinds, ADMITTED,
+  gateWith, assertFailure, assertSuccess, marks, deferred, sleep, untilAborted, recorder, counts, counterView, kinds, ADMITTED,
 } = require('./helpers')
 
 const Q = { type: 'object', properties: { q: { type: 'string' }, page: { type: 'integer' } } }
@@ -52,7 +52,7 @@ describe('cache', () => {
     assert.equal(hit.latencyMs, 0)
     assert.deepEqual(hit.metadata.structured, { page: 'x', served: 1 })
     assert.deepEqual(marks(hit), [...ADMITTED, 'cache:hit'])
-    assert.deepEqual(gate.stats().tools.fetch, counts({ cacheHits: 1, cacheMisses: 1 }))
+    assert.deepEqual(counterView(gate.stats().tools.fetch), counts({ cacheHits: 1, cacheMisses: 1 }))
   })
 
   it('keys by canonical arguments: key order and number spelling hit the same entry, a string does not', async () => {
@@ -135,7 +135,7 @@ describe('cache', () => {
     assertSuccess(hit, 'fine')
     assert.equal(hit.cached, true)
     assert.equal(calls.fetch, 2)
-    assert.deepEqual(gate.stats().tools.fetch, counts({ cacheHits: 1, cacheMisses: 2 }))
+    assert.deepEqual(counterView(gate.stats().tools.fetch), counts({ cacheHits: 1, cacheMisses: 2 }))
   })
 
   it('with cache: false, an idempotent tool runs every call, even identical calls at once', async () => {
@@ -152,7 +152,7 @@ describe('cache', () => {
       assert.equal(r.metadata.sharedFlight, undefined)
       assert.deepEqual(marks(r), [...ADMITTED, ...RAN], 'no cache station at all')
     }
-    assert.deepEqual(gate.stats(), { total: counts(), tools: {} }, 'nothing counted')
+    assert.deepEqual(counterView(gate.stats()), { total: counts(), tools: {} }, 'nothing counted')
   })
 
   it('with scope, one tenant never reads (or joins) another tenant\'s result', async () => {
@@ -248,7 +248,7 @@ describe('single flight', () => {
       assert.deepEqual(marks(r), [...ADMITTED, 'cache:joined', 'invoke:shared'])
     }
     // A joined call missed the cache too.
-    assert.deepEqual(gate.stats().tools.fetch, counts({ cacheMisses: 10, sharedFlights: 9 }))
+    assert.deepEqual(counterView(gate.stats().tools.fetch), counts({ cacheMisses: 10, sharedFlights: 9 }))
     const [after] = await gate.execute([call('fetch', { q: 'x' })])
     assert.equal(after.cached, true, 'and the flight filled the cache')
   })
@@ -352,8 +352,8 @@ describe('dedup', () => {
     const [failed] = await gate.execute([call('broken')], { context: SESSION })
     assertFailure(failed, 'handler_error', 'no index')
     assert.equal(failed.metadata.repeats, 1)
-    assert.deepEqual(gate.stats().tools.search, counts({ duplicates: 3 }))
-    assert.deepEqual(gate.stats().tools.broken, counts({ duplicates: 1 }))
+    assert.deepEqual(counterView(gate.stats().tools.search), counts({ duplicates: 3 }))
+    assert.deepEqual(counterView(gate.stats().tools.broken), counts({ duplicates: 1 }))
   })
 
   it("'note' marks a cache hit too: a repeat answered from the cache still says it is one", async () => {
@@ -399,7 +399,7 @@ describe('dedup', () => {
     const pair = await gate.execute([call('send', { q: 'z' }), call('send', { q: 'z' })], { context: SESSION })
     assert.deepEqual(kinds(pair), ['ok', 'duplicate'])
     assert.equal(calls.send, 3)
-    assert.deepEqual(gate.stats().tools.send, counts({ duplicates: 3 }))
+    assert.deepEqual(counterView(gate.stats().tools.send), counts({ duplicates: 3 }))
   })
 
   it("'refuse' does not call a query that was never run (rate limited) a repeat", async () => {
@@ -450,7 +450,7 @@ describe('dedup', () => {
     assert.equal(third.metadata.reused, true)
     assert.equal(third.metadata.repeats, 2)
     assert.equal(calls.search, 4)
-    assert.deepEqual(gate.stats().tools.search, counts({ duplicates: 3 }))
+    assert.deepEqual(counterView(gate.stats().tools.search), counts({ duplicates: 3 }))
   })
 
   it("keys: ['query'] makes calls that differ only in other arguments the same query", async () => {
@@ -481,7 +481,7 @@ describe('dedup', () => {
       assert.deepEqual(marks(r), [...ADMITTED, ...RAN])
     }
     assert.deepEqual(calls, { strict: 4, lax: 2 })
-    assert.deepEqual(gate.stats().total, counts())
+    assert.deepEqual(counterView(gate.stats().total), counts())
   })
 
   it("takes the executor's dedup.policy for tools that declare none", async () => {
@@ -534,7 +534,7 @@ describe('rate limits', () => {
     const [later] = await gate.execute([call('send', { id: 'later' })])
     assertRateLimited(later, TOOL_LIMIT)
     assert.equal(calls.send, 3)
-    assert.deepEqual(gate.stats().tools.send, counts({ rateLimited: 8 }))
+    assert.deepEqual(counterView(gate.stats().tools.send), counts({ rateLimited: 8 }))
   })
 
   it('with key: userId, gives each user a bucket of its own', async () => {
@@ -555,7 +555,7 @@ describe('rate limits', () => {
     const [later] = await gate.execute([call('a')])
     assertRateLimited(later, SHARED_LIMIT)
     assert.deepEqual(calls, { a: 2, b: 1 })
-    assert.deepEqual(gate.stats().tools, { a: counts({ rateLimited: 1 }), b: counts({ rateLimited: 1 }) })
+    assert.deepEqual(counterView(gate.stats().tools), { a: counts({ rateLimited: 1 }), b: counts({ rateLimited: 1 }) })
   })
 
   it("spends the executor's tokens only on calls that run", async () => {
@@ -583,7 +583,7 @@ describe('rate limits', () => {
     assert.deepEqual(rec.events.filter((e) => e.startsWith('start:')), ['start:a1', 'start:a2', 'start:b1', 'start:b2'])
     assert.deepEqual(marks(results[0]), [...ADMITTED, ...RAN])
     for (const r of results.slice(1)) assert.deepEqual(marks(r), [...ADMITTED, 'rate_limit:waited', ...RAN])
-    assert.deepEqual(gate.stats(), { total: counts(), tools: {} }, 'a wait is not a refusal')
+    assert.deepEqual(counterView(gate.stats()), { total: counts(), tools: {} }, 'a wait is not a refusal')
   })
 
   it('refuses a call whose token is further away than maxWaitMs, without reserving it', async () => {
@@ -646,7 +646,7 @@ describe('rate limits', () => {
     const shared = await flight
     for (const r of shared) assertSuccess(r, 'shared')
     assert.equal(calls.slow, 1)
-    assert.deepEqual(gate.stats().tools, {
+    assert.deepEqual(counterView(gate.stats().tools), {
       get: counts({ cacheHits: 3, cacheMisses: 3, rateLimited: 1 }),
       slow: counts({ cacheMisses: 5, sharedFlights: 4 }),
     })
@@ -722,7 +722,7 @@ describe('stats', () => {
       { name: 'search', dedup: 'refuse' },
       { name: 'send', rateLimit: '1/min' },
     ])
-    assert.deepEqual(gate.stats(), { total: counts(), tools: {} })
+    assert.deepEqual(counterView(gate.stats()), { total: counts(), tools: {} })
     await gate.execute([call('fetch', { q: 'x' })]) // miss
     await gate.execute([call('fetch', { q: 'x' })]) // hit
     await gate.execute(times(3, () => call('fetch', { q: 'y' }))) // three misses, two of them joined
@@ -731,7 +731,7 @@ describe('stats', () => {
     const fetch = counts({ cacheHits: 1, cacheMisses: 4, sharedFlights: 2 })
     const search = counts({ duplicates: 2 })
     const send = counts({ rateLimited: 1 })
-    assert.deepEqual(gate.stats(), {
+    assert.deepEqual(counterView(gate.stats()), {
       total: counts({ cacheHits: 1, cacheMisses: 4, sharedFlights: 2, duplicates: 2, rateLimited: 1 }),
       tools: { fetch, search, send },
     })

@@ -156,12 +156,26 @@ function counts(named) {
   }
 }
 
+const COUNTER_KEYS = Object.keys(counts())
+
+/** The counters of `stats()` (or of one tool, or of its `tools` map), without the metrics beside them: what the
+ * counting tests compare. Tools whose counters are all zero are left out of a map. */
+function counterView(stats) {
+  const pick = (c) => Object.fromEntries(COUNTER_KEYS.map((k) => [k, c[k]]))
+  const counted = (c) => COUNTER_KEYS.some((k) => c[k] !== 0)
+  const each = (tools) => Object.fromEntries(Object.entries(tools).filter(([, c]) => counted(c)).map(([name, c]) => [name, pick(c)]))
+  if ('total' in stats && 'tools' in stats) return { total: pick(stats.total), tools: each(stats.tools) }
+  if ('retries' in stats) return pick(stats)
+  return each(stats)
+}
+
 /** Each result's errorKind, or 'ok' for a success: a turn's outcome at a glance. */
 const kinds = (results) => results.map((r) => r.errorKind ?? 'ok')
 
 module.exports = {
   PACKAGE_DIR,
   counts,
+  counterView,
   kinds,
   ADMITTED,
   sleep,

@@ -78,7 +78,8 @@ describe('precedence: rule kind × mode × approval answer', () => {
           const shouldAsk = (rule === 'ask' && mode !== 'acceptAll') || (rule === 'none' && mode === 'default')
           assert.equal(marks(r).includes('permission:asked'), shouldAsk, `${rule} × ${mode}: asks`)
           assert.equal(approvals.length, shouldAsk && answer !== 'no callback' ? 1 : 0, 'the callback is called exactly when the station asks')
-          assert.ok(r.metadata.permission?.by, `the result names what decided: ${JSON.stringify(r.metadata)}`)
+          const decidedBySomething = rule !== 'none' || mode !== undefined
+          assert.equal(Boolean(r.metadata.permission?.by), decidedBySomething, `the result names what decided: ${JSON.stringify(r.metadata)}`)
         }
       })
     }

@@ -7,7 +7,7 @@ const { describe, it } = require('node:test')
 const assert = require('node:assert/strict')
 const { ToolExecutor, RetryableError } = require('..')
 const {
-  gateWith, assertFailure, assertSuccess, marks, never, untilAborted, collectWarnings, deferred, sleep, recorder, ADMITTED, counts,
+  gateWith, assertFailure, assertSuccess, marks, never, untilAborted, collectWarnings, deferred, sleep, recorder, ADMITTED, counts, counterView,
 } = require('./helpers')
 
 /**
@@ -76,7 +76,7 @@ describe('progress and idle timeouts', () => {
     assert.equal(signals.chatty.reason.message, 'The tool call exceeded its time limit')
     assert.ok(log.indexOf('abort:silent') < log.lastIndexOf('progress:chatty'), 'the chatty call reported progress after the silent one was stopped')
     assert.equal(log.at(-1), 'abort:chatty')
-    assert.deepEqual(gate.stats().tools.crawl, counts({ retries: 0, timeouts: 1, idleTimeouts: 1, lateSettlements: 0 }))
+    assert.deepEqual(counterView(gate.stats().tools.crawl), counts({ retries: 0, timeouts: 1, idleTimeouts: 1, lateSettlements: 0 }))
   })
 
   it('words the idle timeout of a state-changing call as of unknown effect, and never retries it', async () => {
@@ -161,7 +161,7 @@ describe('retries', () => {
       if (ctx.attempt < 3) throw error('socket hang up', { code: 'ECONNRESET' })
       return 'third time lucky'
     } }], { retry: FAST })
-    assert.deepEqual(gate.stats(), { total: counts({ retries: 0, timeouts: 0, idleTimeouts: 0, lateSettlements: 0 }), tools: {} })
+    assert.deepEqual(counterView(gate.stats()), { total: counts({ retries: 0, timeouts: 0, idleTimeouts: 0, lateSettlements: 0 }), tools: {} })
     const [r] = await gate.execute([{ id: 'f', name: 'flaky' }])
     assertSuccess(r, 'third time lucky')
     assert.equal(r.attempts, 3)
@@ -178,7 +178,7 @@ describe('retries', () => {
     // Full jitter below the policy's ceiling.
     for (const { retryInMs } of attemptErrors) assert.ok(retryInMs >= 0 && retryInMs <= FAST.maxDelayMs, String(retryInMs))
     assert.deepEqual(marks(r), [...ADMITTED, ...FAILED, 'retry:scheduled', ...FAILED, 'retry:scheduled', ...RETURNED])
-    assert.deepEqual(gate.stats(), {
+    assert.deepEqual(counterView(gate.stats()), {
       total: counts({ retries: 2, timeouts: 0, idleTimeouts: 0, lateSettlements: 0 }),
       tools: { flaky: counts({ retries: 2, timeouts: 0, idleTimeouts: 0, lateSettlements: 0 }) },
     })
@@ -324,7 +324,7 @@ describe('retries', () => {
     assert.deepEqual(calls, { read: 2, put: 2, write: 1, watch: 2, push: 1 })
     // Each retried call: the hung attempt's signal aborted, the retry's a fresh one, left alone.
     assert.deepEqual(signals.map((s) => s.aborted).sort(), [false, false, false, true, true, true, true, true])
-    assert.deepEqual(gate.stats().total, counts({ retries: 3, timeouts: 3, idleTimeouts: 2, lateSettlements: 0, cacheMisses: 1 }))
+    assert.deepEqual(counterView(gate.stats().total), counts({ retries: 3, timeouts: 3, idleTimeouts: 2, lateSettlements: 0, cacheMisses: 1 }))
   })
 
   it('lets a tool override the executor’s policy field by field, or turn retries off with false', async () => {
@@ -692,12 +692,12 @@ describe('late settlement', () => {
     const { gate } = gateWith([{ name: 'stubborn', timeoutMs: 50, retry: false, handler: () => {
       state = gate.pendingHandlers().map(pending)
       return release.promise
-    } }], { onTrace: (events) => traces.push(...events) })
+    } }], { onTrace: (events) => traces.push(...events.filter((e) => e.type === 'late_settlement')) })
     const results = await gate.execute([{ id: 's1', name: 'stubborn' }])
     assertFailure(results[0], 'timeout')
     assert.deepEqual(state, [{ callId: 's1', toolName: 'stubborn', attempt: 1, state: 'running', reason: undefined }])
     assert.deepEqual(gate.pendingHandlers().map(pending), [{ callId: 's1', toolName: 'stubborn', attempt: 1, state: 'abandoned', reason: 'timeout' }])
-    assert.deepEqual(gate.stats().tools.stubborn, counts({ retries: 0, timeouts: 1, idleTimeouts: 0, lateSettlements: 0 }))
+    assert.deepEqual(counterView(gate.stats().tools.stubborn), counts({ retries: 0, timeouts: 1, idleTimeouts: 0, lateSettlements: 0 }))
     const snapshot = structuredClone(results)
 
     release.resolve('done at last')
@@ -708,7 +708,7 @@ describe('late settlement', () => {
     assert.equal(typeof afterMs, 'number')
     assert.ok(afterMs >= 0)
     assert.deepEqual(gate.pendingHandlers(), [])
-    assert.deepEqual(gate.stats(), {
+    assert.deepEqual(counterView(gate.stats()), {
       total: counts({ retries: 0, timeouts: 1, idleTimeouts: 0, lateSettlements: 1 }),
       tools: { stubborn: counts({ retries: 0, timeouts: 1, idleTimeouts: 0, lateSettlements: 1 }) },
     })
@@ -722,7 +722,7 @@ describe('late settlement', () => {
     const { gate } = gateWith([{ name: 'deploy', handler: () => {
       started.resolve()
       return release.promise
-    } }], { onTrace: (events) => traces.push(...events) })
+    } }], { onTrace: (events) => traces.push(...events.filter((e) => e.type === 'late_settlement')) })
     const controller = new AbortController()
     const turn = gate.execute([{ id: 'd1', name: 'deploy' }], { signal: controller.signal })
     await started.promise
@@ -750,14 +750,14 @@ describe('late settlement', () => {
     const { gate } = gateWith([
       { name: 'poll', readOnly: true, idleTimeoutMs: 50, retry: { maxRetries: 1 }, handler: held },
       { name: 'other', timeoutMs: 50, retry: false, handler: held },
-    ], { retry: FAST, onTrace: (events) => traces.push(...events) })
+    ], { retry: FAST, onTrace: (events) => traces.push(...events.filter((e) => e.type === 'late_settlement')) })
     const [poll, other] = await gate.execute([{ id: 'p', name: 'poll' }, { id: 'o', name: 'other' }])
     assertSuccess(poll, 'second')
     assertFailure(other, 'timeout')
     for (const d of releases) d.resolve('late')
     await turnOfLoop()
     assert.deepEqual(traces.map((e) => [e.callId, e.attempt, e.endedBy, e.outcome]), [['p', 1, 'idle_timeout', 'resolved'], ['o', 1, 'timeout', 'resolved']])
-    assert.deepEqual(gate.stats(), {
+    assert.deepEqual(counterView(gate.stats()), {
       total: counts({ retries: 1, timeouts: 1, idleTimeouts: 1, lateSettlements: 2 }),
       tools: {
         other: counts({ retries: 0, timeouts: 1, idleTimeouts: 0, lateSettlements: 1 }),

@@ -2,7 +2,10 @@
 // toolgate demo: one scripted agent conversation through the whole pipeline. No network, no keys: the "model" is
 // a function returning canned assistant turns in real provider shapes. Run it with `node examples/demo.js`.
 
-const { ToolExecutor, RetryableError, formatResults } = require('..')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { ToolExecutor, RetryableError, formatResults, renderTimeline } = require('..')
 
 const t0 = performance.now()
 const now = () => `${String(Math.round(performance.now() - t0)).padStart(4)} ms`
@@ -35,6 +38,7 @@ const gate = new ToolExecutor({
     return args.env === 'production' ? { decision: 'deny', reason: 'the user is away; deploy to staging or ask later' } : true
   },
   permissions: { deny: [{ tool: 'run_shell', args: { command: 'rm *' }, reason: 'no deletions from the agent' }] },
+  trace: true, // results carry stage timings: the demo draws the first turn as a timeline
 })
 
 gate.register({
@@ -180,6 +184,9 @@ async function main() {
   console.log(`  (run_shell metadata: exitCode ${shell.exitCode}, full stderr ${JSON.stringify(shell.stderr)})`)
   console.log(`  (read_file metadata: errorName ${results[2].metadata.errorName}, errorCode ${results[2].metadata.errorCode})`)
   console.log(`  (retryable: ${results.filter((r) => r.retryable).map((r) => r.name).join(', ')}; the rest need a change first)`)
+  const timeline = path.join(os.tmpdir(), 'toolgate-demo-timeline.html')
+  fs.writeFileSync(timeline, renderTimeline(results, { title: 'toolgate demo: turn 1' }))
+  console.log(`  (this turn as a timeline, one bar per call: ${timeline})`)
 
   section("The next user message: formatResults(results, 'anthropic')")
   let reply = formatResults(results, 'anthropic')

@@ -49,6 +49,7 @@ fn policy(json: &str) -> Result<Policy> {
 impl Engine {
     #[napi(constructor)]
     pub fn new(options_json: String, wake: Function<u32, ()>) -> Result<Self> {
+        log_to_stderr();
         let options = EngineOptions::from_json(&options_json).map_err(fail)?;
         let wake = wake.build_threadsafe_function().weak::<true>().callee_handled::<false>().build()?;
         Ok(Engine {
@@ -150,12 +151,14 @@ impl Engine {
         self.reply(&env, Step::default())
     }
 
-    /// A JSON value with secrets redacted and its size capped, as a trace may show arguments.
+    /// Each value of a JSON array with secrets redacted and its size capped, as a trace shows arguments.
     #[napi]
-    pub fn snapshot(&self, json: String) -> Result<String> {
-        let mut value = serde_json::from_str(&json).map_err(|e| fail(format!("snapshot: not JSON: {e}")))?;
-        self.inner.snapshot(&mut value);
-        Ok(value.to_string())
+    pub fn snapshots(&self, json_array: String) -> Result<String> {
+        let mut values: Vec<serde_json::Value> = serde_json::from_str(&json_array).map_err(|e| fail(format!("snapshots: not a JSON array: {e}")))?;
+        for value in &mut values {
+            self.inner.snapshot(value);
+        }
+        Ok(serde_json::Value::Array(values).to_string())
     }
 
     #[napi]
@@ -282,6 +285,18 @@ impl Engine {
         }
         lock(&self.wake).refer(env)
     }
+}
+
+/// Rust-side spans and events go to stderr when `TOOLGATE_LOG` names a level or filter (`debug`,
+/// `toolgate_core=trace`); without it nothing is collected.
+fn log_to_stderr() {
+    static INIT: std::sync::Once = std::sync::Once::new();
+    INIT.call_once(|| {
+        if let Ok(filter) = std::env::var("TOOLGATE_LOG") {
+            let filter = tracing_subscriber::EnvFilter::try_new(filter).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+            let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).try_init();
+        }
+    });
 }
 
 fn lock<T>(shared: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -1,7 +1,7 @@
 // Compiled with `tsc --noEmit` in `npm test`: the public types as a user writes against them.
 // `@ts-expect-error` lines must stay errors, so the types also refuse what they should.
 
-import { ToolExecutor, RetryableError, formatResults, forLlm, ERROR_KINDS } from '../..'
+import { ToolExecutor, RetryableError, formatResults, forLlm, renderTimeline, ERROR_KINDS } from '../..'
 import type { ErrorKind, ToolCall, ToolResult, ToolContext, ExecutionContext, AnthropicTool } from '../..'
 
 interface AppContext extends ExecutionContext {
@@ -66,7 +66,7 @@ const kinds: readonly ErrorKind[] = ERROR_KINDS
 void [turn, kinds, gate.unregister('write_file')]
 
 // Time and failure: retry policies, idle limits, progress, turn policies, lifecycle.
-const timed = new ToolExecutor({ retry: { maxRetries: 3, initialDelayMs: 200 }, onProgress: (e) => void e.info, onTrace: (events) => void events[0].afterMs })
+const timed = new ToolExecutor({ retry: { maxRetries: 3, initialDelayMs: 200 }, onProgress: (e) => void e.info, onTrace: (events) => void events.map((e) => (e.type === 'late_settlement' ? e.afterMs : e.at)) })
 timed.register({
   name: 'crawl',
   readOnly: true,
@@ -157,3 +157,16 @@ guarded.register({ name: 'bad_risk', risk: 'huge', handler: () => '' })
 new ToolExecutor({ permissions: { mode: 'yolo' } })
 void guarded.execute([{ name: 'read_file', input: { path: 'a' } }], { context: { userId: 'u', maxRisk: 'write', permissions: { deny: ['fetch'] } } })
   .then(([r]) => r.metadata.permission?.by)
+
+// Observability.
+const watched = new ToolExecutor({
+  onTrace: (events) => events.forEach((e) => (e.type === 'station' ? e.station : e.endedBy)),
+  audit: { file: '/tmp/audit.jsonl', maxBytes: 1 << 20, keep: 3, onRecord: (r) => void r.args },
+  otel: false,
+  trace: true,
+})
+const p95: number | null = watched.stats().tools['x']?.latencyMs.p95 ?? null
+const text: string = watched.prometheus()
+const health: 'ok' | 'degraded' | 'failing' = watched.healthReport().status
+void [p95, text, health]
+void watched.execute([]).then((results) => renderTimeline(results, { title: 'turn' }).length)

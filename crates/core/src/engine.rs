@@ -16,7 +16,7 @@ use crate::calls::{read_calls, IncomingCall};
 use crate::dedup::{self, Mode};
 use crate::normalize::{self, normalize, Outcome};
 use crate::options::{EngineOptions, ToolSpec, TurnOptions};
-use crate::permission::{Decision, Permissions, Policy};
+use crate::permission::{self, Decision, Permissions, Policy};
 use crate::ratelimit::{self, RateLimit};
 use crate::registry::{DefinitionFormat, Registry, Tool};
 use crate::repair::{self, Repair};
@@ -26,6 +26,7 @@ use crate::shape::Shaper;
 use crate::store::{Bucket, MemoryLimits, MemoryStore, Store, Take};
 use crate::timer::Deadlines;
 use crate::judge::{self, Rollback};
+use crate::metrics::CallMetrics;
 use crate::{checks, invoke, lookup, parse, retry, shape, validate};
 
 /// A handler to start: `[run, turn, callId, toolName, args, attempt]` on the wire.
@@ -208,6 +209,8 @@ struct Slot {
     pending: Option<u32>,
     /// What the permission station decided and what decided it.
     permission: Option<(&'static str, String)>,
+    /// When each attempt's handler started.
+    starts: Vec<Instant>,
     result: Option<ToolResult>,
 }
 
@@ -232,6 +235,7 @@ impl Slot {
             repairs: Vec::new(),
             pending: None,
             permission: None,
+            starts: Vec::new(),
             result: None,
         }
     }
@@ -325,6 +329,9 @@ pub struct Engine {
     /// Turns with a call held back by a tool's `maxConcurrency`: advanced when such a tool frees a place.
     held_back: BTreeSet<u32>,
     counters: BTreeMap<String, ToolCounters>,
+    /// How calls ended, per tool; calls to unknown tools count in the total only.
+    metrics: BTreeMap<String, CallMetrics>,
+    unknown_tool_metrics: CallMetrics,
     store: Box<dyn Store>,
     /// The flight identical calls may join, by cache key (an invalidated flight is no longer listed).
     flights: HashMap<String, u32>,
@@ -353,7 +360,7 @@ pub struct Engine {
 }
 
 fn mark(station: &'static str, outcome: &'static str) -> StationMark {
-    StationMark { station, outcome }
+    StationMark { station, outcome, at: Instant::now() }
 }
 
 fn millis(d: Duration) -> f64 {
@@ -402,6 +409,8 @@ impl Engine {
             tool_running: HashMap::new(),
             held_back: BTreeSet::new(),
             counters: BTreeMap::new(),
+            metrics: BTreeMap::new(),
+            unknown_tool_metrics: CallMetrics::default(),
             next_turn: 1,
             next_run: 1,
         })
@@ -450,6 +459,7 @@ impl Engine {
         let calls = read_calls(calls_json)?;
         let policy = self.under(policy);
         let turn_id = self.next_turn;
+        let _span = tracing::debug_span!("toolgate.begin", turn = turn_id, calls = calls.len()).entered();
         self.next_turn = self.next_turn.wrapping_add(1).max(1);
         let begun_epoch_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, millis);
         let mut slots = Vec::with_capacity(calls.len());
@@ -496,10 +506,12 @@ impl Engine {
             policy: policy.clone(),
             done_reported: false,
         };
-        let note = self.options.repair.note;
+        let sealing = Sealing { note: self.options.repair.note, trace: self.options.trace, begun: now, begun_epoch_ms };
         for slot in turn.slots.iter_mut() {
             if let Some(mut result) = slot.result.take() {
-                seal(&mut result, slot, note, begun_epoch_ms, 0.0);
+                sealing.seal(&mut result, slot, 0.0);
+                tracing::debug!(turn = turn_id, call = %slot.id, tool = %result.name, outcome = result.error_kind.map_or("ok", ErrorKind::as_str), "call answered without running");
+                self.tally(&result, slot.tool.is_some());
                 slot.result = Some(result);
             }
         }
@@ -623,7 +635,10 @@ impl Engine {
         match policy.decide(tool, args, remembered) {
             Decision::Allow { how, by } => {
                 slot.marks.push(mark("permission", how));
-                slot.permission = Some((how, by));
+                // Said only when a rule, a mode or an answer decided: every other result would carry the same words.
+                if by != permission::NOTHING_APPLIES {
+                    slot.permission = Some((how, by));
+                }
                 true
             }
             Decision::Deny { kind, error, by } => {
@@ -653,6 +668,7 @@ impl Engine {
         let at = now + Duration::from_millis(limit);
         self.deadlines.arm(at, Alarm::Host(ticket));
         self.tickets.insert(ticket, (turn_id, index, kind, at));
+        tracing::debug!(turn = turn_id, call = %slot.id, ticket, kind = ?kind, "waiting on the host");
         slot.pending = Some(ticket);
         let (rule, reason) = rule.map_or((None, None), |(by, reason)| (Some(by), reason));
         self.outbox.push(HostRequest { ticket, kind, turn: turn_id, call_id: slot.id.clone(), name: tool.spec.name.clone(), args: args.clone(), rule, reason });
@@ -1049,6 +1065,7 @@ impl Engine {
         slot.scheduled = true;
         slot.first_started.get_or_insert(now);
         slot.started = Some(now);
+        slot.starts.push(now);
         slot.run = Some(run);
         slot.attempts += 1;
         step.start.push(Start {
@@ -1448,8 +1465,8 @@ impl Engine {
             self.hand_on_flight(key, id, waiters, &clean, answered, now, step);
         }
         self.count_rollback(turn_id, index, &mut result);
-        let note = self.options.repair.note;
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
+        let sealing = Sealing { note: self.options.repair.note, trace: self.options.trace, begun: turn.begun, begun_epoch_ms: turn.begun_epoch_ms };
         let slot = &mut turn.slots[index];
         let ran_ms = slot.first_started.map_or(0.0, |s| millis(now.saturating_duration_since(s)));
         result.attempts = slot.attempts;
@@ -1460,9 +1477,23 @@ impl Engine {
         if slot.scheduled {
             turn.schedule.finished();
         }
-        seal(&mut result, slot, note, turn.begun_epoch_ms, ran_ms);
+        sealing.seal(&mut result, slot, ran_ms);
         let stops_turn = turn.stop_on_error && !result.success && slot.tool.as_ref().is_some_and(|t| !t.spec.read_only);
         let why = stopped_after(&slot.id, &result.name);
+        tracing::debug!(
+            turn = turn_id,
+            call = %slot.id,
+            tool = %result.name,
+            outcome = result.error_kind.map_or("ok", ErrorKind::as_str),
+            attempts = result.attempts,
+            latency_ms = result.latency_ms,
+            stages = ?result.metadata.stages.iter().map(|m| format!("{}:{}", m.station, m.outcome)).collect::<Vec<_>>(),
+            "call settled"
+        );
+        match self.metrics.get_mut(&result.name) {
+            Some(metrics) => metrics.record(&result),
+            None => self.metrics.entry(result.name.clone()).or_default().record(&result),
+        }
         slot.result = Some(result);
         turn.args.remove(&index);
         turn.open -= 1;
@@ -1551,13 +1582,32 @@ impl Engine {
         self.counters.entry(tool.to_string()).or_default().late_settlements += 1;
     }
 
-    /// Counters per tool and in total: retries, timeouts, late settlements, cache, flights, duplicates, rate limits.
+    /// Per tool and in total: calls, successes, failures by kind, handler latency percentiles, handlers in flight,
+    /// and the counters of retries, timeouts, late settlements, cache, flights, duplicates and rate limits.
     pub fn counters(&self) -> Value {
         let mut total = ToolCounters::default();
-        for c in self.counters.values() {
-            total.add(c);
+        let mut total_calls = self.unknown_tool_metrics.clone();
+        let mut tools = serde_json::Map::new();
+        let names: BTreeSet<&String> = self.counters.keys().chain(self.metrics.keys()).collect();
+        for name in names {
+            let counters = self.counters.get(name).copied().unwrap_or_default();
+            let calls = self.metrics.get(name).cloned().unwrap_or_default();
+            total.add(&counters);
+            total_calls.merge(&calls);
+            let in_flight = self.tool_running.get(name.as_str()).copied().unwrap_or(0);
+            tools.insert(name.clone(), tool_stats(&counters, &calls, in_flight));
         }
-        serde_json::json!({ "total": total, "tools": self.counters })
+        let in_flight = self.runs.len() + self.held.len();
+        serde_json::json!({ "total": tool_stats(&total, &total_calls, in_flight), "tools": tools })
+    }
+
+    /// A call's result is in: it counts toward its tool's metrics.
+    fn tally(&mut self, result: &ToolResult, known: bool) {
+        if known {
+            self.metrics.entry(result.name.clone()).or_default().record(result);
+        } else {
+            self.unknown_tool_metrics.record(result);
+        }
     }
 
     /// Forgets cached results of `tool` (only those for `args`, when given); returns how many.
@@ -1628,6 +1678,7 @@ pub struct Shaped {
 
 impl Shaping {
     pub fn run(mut self) -> Shaped {
+        let _span = tracing::debug_span!("toolgate.shape", turn = self.turn, call = %self.call_id).entered();
         let name = self.tool.spec.name.clone();
         let bytes = match &mut self.outcome {
             Outcome::Binary(bytes) => Some(std::mem::take(bytes)),
@@ -1703,11 +1754,42 @@ fn stopped_after(call_id: &str, tool_name: &str) -> String {
     format!("call {call_id} (\"{tool_name}\") before it failed, and this turn stops at the first failed call that changes state")
 }
 
-/// Final touches every result gets: its trace marks, timing, and what the repair station changed (by default
-/// also said in one line the model reads, so that it can learn within the session).
-fn seal(result: &mut ToolResult, slot: &mut Slot, note: bool, begun_epoch_ms: f64, ran_ms: f64) {
-    result.latency_ms = ran_ms;
-    result.metadata.started_at = begun_epoch_ms;
+/// One entry of `counters()`: the counters and the call metrics side by side.
+fn tool_stats(counters: &ToolCounters, calls: &CallMetrics, in_flight: usize) -> Value {
+    let mut entry = serde_json::to_value(counters).expect("counters serialize");
+    let calls = serde_json::to_value(calls).expect("metrics serialize");
+    if let (Value::Object(entry), Value::Object(calls)) = (&mut entry, calls) {
+        entry.extend(calls);
+        entry.insert("inFlight".into(), in_flight.into());
+    }
+    entry
+}
+
+/// What every result of a turn is sealed with.
+struct Sealing {
+    note: bool,
+    trace: bool,
+    begun: Instant,
+    begun_epoch_ms: f64,
+}
+
+impl Sealing {
+    /// Final touches every result gets: its trace marks (with their times when tracing), timing, the permission
+    /// decision, and what the repair station changed (by default also said in one line the model reads, so that
+    /// it can learn within the session).
+    fn seal(&self, result: &mut ToolResult, slot: &mut Slot, ran_ms: f64) {
+        result.latency_ms = ran_ms;
+        result.metadata.started_at = self.begun_epoch_ms;
+        if self.trace {
+            let since = |at: &Instant| millis(at.saturating_duration_since(self.begun));
+            result.metadata.timings = Some(slot.marks.iter().map(|m| since(&m.at)).collect());
+            result.metadata.starts = Some(slot.starts.iter().map(since).collect());
+        }
+        seal(result, slot, self.note);
+    }
+}
+
+fn seal(result: &mut ToolResult, slot: &mut Slot, note: bool) {
     result.metadata.stages = std::mem::take(&mut slot.marks);
     if let Some((decision, by)) = slot.permission.take() {
         result.metadata.permission = Some(PermissionNote { decision, by });

@@ -10,6 +10,7 @@ pub mod engine;
 pub mod invoke;
 pub mod judge;
 pub mod lookup;
+pub mod metrics;
 pub mod normalize;
 pub mod options;
 pub mod parse;

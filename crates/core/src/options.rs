@@ -51,6 +51,9 @@ pub struct EngineOptions {
     /// How long a tool's `check` function may take before the call fails.
     #[serde(default = "default_check_timeout")]
     pub check_timeout_ms: u64,
+    /// Results carry stage timings for trace events, audit records and timelines.
+    #[serde(default)]
+    pub trace: bool,
     /// After this many consecutive rollback flags in a session, results are no longer flagged.
     #[serde(default = "default_max_rollbacks")]
     pub max_consecutive_rollbacks: u32,

@@ -193,6 +193,9 @@ pub struct Policy {
     pub fields: HashMap<String, String>,
 }
 
+/// What decided a call no rule, mode or declaration had anything to say about.
+pub const NOTHING_APPLIES: &str = "no rule or mode applies";
+
 /// What the permission station decided about a call.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
@@ -280,7 +283,7 @@ impl Policy {
             return self.ask(tool, "needsApproval (the tool's declaration)".into(), None, &remembered);
         }
         match mode {
-            None => Decision::Allow { how: "allowed", by: "no rule or mode applies".into() },
+            None => Decision::Allow { how: "allowed", by: NOTHING_APPLIES.into() },
             Some(Mode::AcceptAll) => Decision::Allow { how: "allowed", by: "the mode acceptAll".into() },
             Some(Mode::DenyAll) => denied("refused by the mode denyAll (only tools a rule allows may run)".into(), None),
             Some(Mode::ReadOnly) if tool.risk > Risk::Read => {

@@ -1,5 +1,7 @@
 //! The contract every call ends in: one `ToolResult`, whatever happened.
 
+use std::time::Instant;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -47,6 +49,8 @@ impl ErrorKind {
 pub struct StationMark {
     pub station: &'static str,
     pub outcome: &'static str,
+    /// When the station decided (for trace timings).
+    pub at: Instant,
 }
 
 impl Serialize for StationMark {
@@ -117,6 +121,12 @@ pub struct Metadata {
     /// Milliseconds the call waited in the scheduler before its handler started.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queued_ms: Option<f64>,
+    /// With tracing on: when each stage was decided, in ms since the turn began (parallel to `stages`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timings: Option<Vec<f64>>,
+    /// With tracing on: when each attempt's handler started, in ms since the turn began.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub starts: Option<Vec<f64>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
