@@ -75,8 +75,9 @@ class ToolExecutor {
   /** Where finished turns are reported: `{ onTrace?, auditSink?, onRecord?, otel?, tracer? }`; undefined when nowhere. */
   #observers
   #closed = false
-  /** Set while `close()` waits for the last abandoned handler. */
-  #onAbandonedSettled = null
+  /** Set while `close()` waits for the last abandoned handler and the last turn (a large value still crossing or
+   * being shaped ends its turn after the cancellation). */
+  #onIdle = null
   /** The one `close()` in progress or done: closing twice waits for the same thing. */
   #closing = null
   /** Runs a step has handed out whose handlers have not started yet, with their turn: a handler that aborts
@@ -239,15 +240,15 @@ class ToolExecutor {
     const unstarted = [...this.#notStarted.keys()]
     this.#notStarted.clear()
     this.#apply(this.#engine.cancelAll('the tool executor was closed', unstarted))
-    if (this.#abandoned.size > 0) {
+    if (this.#abandoned.size > 0 || this.#turns.size > 0) {
       await new Promise((resolve) => {
         const timer = setTimeout(resolve, timeoutMs)
-        this.#onAbandonedSettled = () => {
+        this.#onIdle = () => {
           clearTimeout(timer)
           resolve()
         }
       })
-      this.#onAbandonedSettled = null
+      this.#onIdle = null
     }
     this.#engine.removeArtifacts()
     this.#observers?.auditSink?.close()
@@ -321,9 +322,12 @@ class ToolExecutor {
       const request = { callId, toolName, arguments: args, rule, reason: reason ?? undefined, context }
       pending = callHost(() => this.#listeners.approve(request)).then(readApproval)
     }
-    pending.catch((err) => ({ error: err?.message ?? String(err) })).then((answer) => {
-      this.#apply(this.#engine.answer(ticket, JSON.stringify(answer)))
-    })
+    pending
+      .catch((err) => ({ error: describeProblem(err) }))
+      .then((answer) => this.#engine.answer(ticket, JSON.stringify(answer)))
+      // An answer that cannot be passed on (edited arguments holding a BigInt, say) denies the call.
+      .catch((err) => this.#engine.answer(ticket, JSON.stringify({ error: `its answer could not be read (${describeProblem(err)})` })))
+      .then((wire) => this.#apply(wire))
   }
 
   /** The turn's runs handed out but not started, which now never will be. */
@@ -411,7 +415,7 @@ class ToolExecutor {
       type: 'late_settlement', callId: call.callId, toolName: call.toolName, attempt: call.attempt, endedBy: call.endedBy,
       outcome, afterMs: Date.now() - call.endedAt, args: this.#snapshots([call.args])[0],
     })
-    if (this.#abandoned.size === 0) this.#onAbandonedSettled?.()
+    if (this.#abandoned.size === 0 && this.#turns.size === 0) this.#onIdle?.()
   }
 
   /** Arguments as a trace shows them, one crossing for a whole turn: secrets redacted, each one's size capped.
@@ -448,8 +452,16 @@ class ToolExecutor {
     if (this.#turns.size === 0) live.delete(this.#engine.id)
     if (turn.onAbort) turn.signal.removeEventListener('abort', turn.onAbort)
     const results = JSON.parse(this.#engine.finish(turnId))
-    if (this.#observers) this.#report(turn, results)
+    if (this.#observers) {
+      try {
+        this.#report(turn, results)
+      } catch (err) {
+        // An audit file that cannot be written must not cost the turn its results.
+        process.emitWarning(`toolgate: reporting a finished turn failed: ${err?.message ?? String(err)}`)
+      }
+    }
     turn.resolve(results)
+    if (this.#turns.size === 0 && this.#abandoned.size === 0) this.#onIdle?.()
   }
 
   /** A finished turn to the observers: audit records now (each one line, written whole), spans, and trace events
@@ -568,12 +580,17 @@ function callHost(fn) {
   }
 }
 
-/** A check's problem as text: a string, an Error's message, or false ("not allowed", with no detail). */
+/** A check's problem, or what a host function threw, as text: a string, an Error's message, or false ("not
+ * allowed", with no detail). */
 function describeProblem(problem) {
   if (typeof problem === 'string') return problem
   if (problem === false) return 'the arguments were refused by the tool\'s check'
-  if (problem instanceof Error) return problem.message
-  return String(problem)
+  if (typeof problem?.message === 'string') return problem.message
+  try {
+    return String(problem)
+  } catch {
+    return 'a value that cannot be shown'
+  }
 }
 
 /** An approval callback's answer in the engine's form: true / 'approve' / { decision: 'approve', arguments?,

@@ -127,7 +127,14 @@ class JsonlSink {
     const line = Buffer.from(`${JSON.stringify(record)}\n`)
     if (this.fd === undefined) this.#open()
     if (this.size > 0 && this.size + line.length > this.maxBytes) this.#rotate()
-    fs.writeSync(this.fd, line)
+    let written = 0
+    try {
+      while (written < line.length) written += fs.writeSync(this.fd, line, written)
+    } catch (err) {
+      // A line written in part (disk full, a file size limit) is taken back: the file keeps parsing line by line.
+      if (written > 0) fs.ftruncateSync(this.fd, this.size)
+      throw err
+    }
     this.size += line.length
   }
 

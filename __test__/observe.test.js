@@ -139,6 +139,18 @@ describe('audit', () => {
     assert.equal(newest.at(-1), 'c11')
   })
 
+  it('keeps the turn\'s results when the audit file cannot be written, with a warning', async () => {
+    const warnings = []
+    const onWarning = (w) => warnings.push(w.message)
+    process.on('warning', onWarning)
+    const { gate } = gateWith([{ name: 't' }], { audit: { file: path.join(dir, 'no-such-dir', 'a.jsonl') } })
+    const [r] = await gate.execute([{ name: 't' }])
+    await new Promise((resolve) => setImmediate(resolve))
+    process.off('warning', onWarning)
+    assert.equal(r.output, 'ok')
+    assert.ok(warnings.some((w) => /reporting a finished turn failed: ENOENT/.test(w)), warnings.join('\n'))
+  })
+
   it('refuses audit options it cannot use', () => {
     assert.throws(() => new ToolExecutor({ audit: { file: '' } }), TypeError)
     assert.throws(() => new ToolExecutor({ audit: { file: 'x', maxBytes: 0 } }), TypeError)

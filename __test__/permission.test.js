@@ -32,10 +32,13 @@ const MODES = [undefined, 'default', 'acceptAll', 'readOnly', 'denyAll']
 
 /** The documented table (README, "Permissions"): what a call to the write tool `shell` with `rm -rf build` gets. */
 function expected(rule, mode, answer) {
+  // Edited arguments are decided again (deny rules, the mode), as a call sent with them would be: `ls -la`
+  // matches no rule, so readOnly and denyAll refuse it.
+  const edited = mode === 'readOnly' || mode === 'denyAll' ? 'permission_denied' : 'runs edited'
   const asked = () => ({
     approve: 'runs',
     deny: 'approval_denied',
-    edit: 'runs edited',
+    edit: edited,
     'edit invalid': 'invalid_arguments',
     throws: 'approval_denied',
     hangs: 'approval_denied',
@@ -97,7 +100,7 @@ describe('precedence: rule kind × mode × approval answer', () => {
     const threw = (await cell('ask', undefined, 'throws')).r
     assertFailure(threw, 'approval_denied', 'the approval callback failed (approver crashed)')
     const invalid = (await cell('ask', undefined, 'edit invalid')).r
-    assertFailure(invalid, 'invalid_arguments', 'The arguments as edited at approval are not valid', '/command: must be at least 1 character long')
+    assertFailure(invalid, 'invalid_arguments', 'The arguments as edited at approval were refused', '/command: must be at least 1 character long')
     const readOnly = (await cell('none', 'readOnly', 'approve')).r
     assertFailure(readOnly, 'permission_denied', "refused by the mode readOnly (the tool's risk is write)")
   })
@@ -168,6 +171,50 @@ describe('approvals', () => {
     assert.equal(calls.deploy, 0)
   })
 
+  it('holds edited arguments to the deny rules and the checks the original met', async () => {
+    const ran = []
+    const gate = new ToolExecutor({
+      permissions: { deny: [{ tool: 'shell', args: { command: 'rm *' } }], ask: ['shell'] },
+      approve: () => ({ decision: 'approve', arguments: { command: 'rm -rf /data' } }),
+    })
+    gate.register({ name: 'shell', parameters: SHELL, handler: ({ command }) => { ran.push(command); return 'ran' } })
+    const [r] = await gate.execute([{ name: 'shell', input: { command: 'ls' } }])
+    assertFailure(r, 'permission_denied', 'The arguments as edited at approval were refused', 'deny shell(command: rm *)')
+    assert.deepEqual(ran, [])
+  })
+
+  it('remembers nothing "for this session" when the context names no session', async () => {
+    let asked = 0
+    const gate = new ToolExecutor({ permissions: { mode: 'default' }, approve: () => { asked++; return { decision: 'approve', remember: 'session' } } })
+    gate.register({ name: 'write', handler: () => 'ok' })
+    await gate.execute([{ name: 'write' }], { context: { userId: 'alice' } })
+    await gate.execute([{ name: 'write' }], { context: { userId: 'mallory' } })
+    assert.equal(asked, 2, 'without a sessionId, one user\'s approval is not another\'s')
+  })
+
+  it('settles a call still waiting on the host when stopOnError ends the turn, and ignores its late answer', async () => {
+    const gate = new ToolExecutor({ approve: () => false })
+    gate.register({ name: 'slow', readOnly: true, handler: () => sleep(60, 'slow done') })
+    gate.register({ name: 'w', needsApproval: true, handler: () => 'w' })
+    gate.register({ name: 'r', readOnly: true, check: () => sleep(20, 'not today'), handler: () => 'r' })
+    const results = await gate.execute([{ name: 'slow' }, { name: 'w' }, { name: 'r' }], { stopOnError: true })
+    assert.deepEqual(results.map((x) => x.errorKind ?? 'ok'), ['ok', 'approval_denied', 'not_executed'])
+    await sleep(40)
+    assert.equal(gate.running, 0)
+  })
+
+  it('redacts what the host says before the model reads it', async () => {
+    const token = 'ghp_R8mQ2vX7kL4pN9wT3zJ6yH1sD5fG0aB2cE4u'
+    const gate = new ToolExecutor({ approve: () => ({ decision: 'deny', reason: `token ${token} is revoked` }) })
+    gate.register({ name: 'a', check: () => { throw new Error(`upstream 401 for ${token}`) }, handler: () => 'x' })
+    gate.register({ name: 'b', needsApproval: true, handler: () => 'x' })
+    const results = await gate.execute([{ name: 'a' }, { name: 'b' }])
+    for (const r of results) {
+      assert.ok(!JSON.stringify(r).includes(token), JSON.stringify(r))
+      assert.match(r.error, /\[REDACTED:github-token\]/)
+    }
+  })
+
   it('re-validates edited arguments and runs the call with them', async () => {
     const got = []
     const gate = new ToolExecutor({ permissions: { ask: ['shell'] }, approve: () => ({ decision: 'approve', arguments: { command: 'rm -ri build' } }) })
@@ -227,11 +274,14 @@ describe('business checks', () => {
   fs.mkdirSync(path.join(root, 'docs'))
   const outside = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'toolgate-out-')))
   fs.symlinkSync(outside, path.join(root, 'link'))
+  fs.mkdirSync(path.join(outside, 'deep'))
+  fs.symlinkSync(path.join(outside, 'deep'), path.join(root, 'sub')) // sub/.. is `outside`, not the root
+  fs.symlinkSync(path.join(outside, 'created-by-a-write'), path.join(root, 'dangling'))
 
   it('pathWithin refuses traversal, absolute paths outside, symlinks out and odd encodings', async () => {
     const { gate, calls } = gateWith([{ name: 'read', readOnly: true, parameters: { type: 'object', properties: { path: { type: 'string' } } }, pathWithin: { arg: 'path', root } }])
     const inside = ['docs/a.md', './docs/../docs/b.md', `${root}/docs/c.md`, 'new/file.txt', '%2e%2e/passwd', '．．/passwd', 'docs\\..\\..\\x']
-    const outsidePaths = ['../etc/passwd', 'docs/../../x', '/etc/passwd', 'link/secret', `${root}/../x`, 'a\u0000b']
+    const outsidePaths = ['../etc/passwd', 'docs/../../x', '/etc/passwd', 'link/secret', `${root}/../x`, 'a\u0000b', 'sub/../secret.txt', 'dangling']
     const results = await gate.execute([...inside, ...outsidePaths].map((p) => ({ name: 'read', input: { path: p } })))
     results.slice(0, inside.length).forEach((r, i) => assertSuccess(r, 'ok', inside[i]))
     results.slice(inside.length).forEach((r, i) => {

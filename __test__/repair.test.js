@@ -37,12 +37,12 @@ describe('repair', () => {
       responsesCall("{'query': 'rust'}", 'quotes'),
       responsesCall('{query: "rust", max_results: 3}', 'keys'),
       responsesCall('{"query": "rust", "safe": True}', 'python'),
-      responsesCall('{"query": "rust", "max_results": 5', 'cut'),
+      responsesCall('{"query": "rust", "safe": false', 'cut'),
     ])
     const handled = results.map((r) => JSON.parse(r.output.split('\n')[0]))
     assert.deepEqual(handled, [
       { query: 'rust' }, { query: 'rust', tags: ['a', 'b'] }, { query: 'rust' }, { query: 'rust', max_results: 3 },
-      { query: 'rust', safe: true }, { query: 'rust', max_results: 5 },
+      { query: 'rust', safe: true }, { query: 'rust', safe: false },
     ])
     assert.deepEqual(results.map((r) => r.metadata.repairs.map((x) => x.rule)), [
       ['json-code-fence'], ['json-trailing-commas'], ['json-single-quotes'], ['json-unquoted-keys'], ['json-python-literals'], ['json-truncated'],
@@ -51,12 +51,14 @@ describe('repair', () => {
     assert.equal(results[1].output.split('\n')[1], '[arguments adjusted before running: trailing commas in the JSON]')
   })
 
-  it('keeps the parser error for JSON it cannot read', async () => {
+  it('keeps the parser error for JSON it cannot read, and never completes what was cut off', async () => {
     const { gate, calls } = echo()
-    const [bare, glued] = await gate.execute([responsesCall('{"query": rust}'), responsesCall('{"query": "a"}{"query": "b"}', 'c2')])
-    assertFailure(bare, 'invalid_arguments', 'The arguments are not valid JSON (expected value at line 1 column 11)')
-    assertFailure(glued, 'invalid_arguments', 'not valid JSON (trailing characters')
-    assert.equal(calls.search, 0)
+    const texts = ['{"query": rust}', '{"query": "a"}{"query": "b"}', '{"query": "ru', '{"query": "rust", "max_results": 5', '{"query": "x", "tags": ["a", "b"']
+    const results = await gate.execute(texts.map((t, i) => responsesCall(t, `c${i}`)))
+    assertFailure(results[0], 'invalid_arguments', 'The arguments are not valid JSON (expected value at line 1 column 11)')
+    assertFailure(results[1], 'invalid_arguments', 'not valid JSON (trailing characters')
+    for (const r of results.slice(2)) assertFailure(r, 'invalid_arguments', 'not valid JSON (EOF while parsing')
+    assert.equal(calls.search, 0, 'a cut value, a cut number (5 or 50?) and a cut list (more tags?) are not guessed')
   })
 
   it('maps aliases and near-miss keys to the one property they meant, nested ones too', async () => {
@@ -135,6 +137,15 @@ describe('repair', () => {
     assert.equal(calls.search, 0)
   })
 
+  it('never echoes a secret-named value in the note, the repairs or the trace', async () => {
+    const schema = { type: 'object', properties: { user: { type: 'string' }, password: { type: 'string' } }, required: ['user'] }
+    const { gate } = gateWith([{ name: 'login', parameters: schema, handler: () => 'ok' }])
+    const [r] = await gate.execute([{ name: 'login', input: { user: 'ada', password: 918273645 } }])
+    assertSuccess(r)
+    assert.ok(!JSON.stringify(r).includes('918273645'), JSON.stringify(r))
+    assert.deepEqual(r.metadata.repairs, [{ path: '/password', before: '[REDACTED:secret-field]', after: '[REDACTED:secret-field]', rule: 'number-to-string' }])
+  })
+
   it('can stay quiet about repairs, or be turned off', async () => {
     const quiet = echo({ repair: { note: false } })
     const [r] = await quiet.gate.execute([{ name: 'search', input: { q: 'a' } }])
@@ -190,6 +201,17 @@ describe('judge: rollbackWhen', () => {
     assert.deepEqual(matched.rollback, { reason: 'the output matches /(?i)no results/' })
     assert.equal(failing.rollback, undefined, 'failures are not judged: they already failed')
     assert.equal(empty.success, true, 'a flagged result is still a success')
+  })
+
+  it('judges the whole output, before it is cut to fit', async () => {
+    const { gate } = gateWith([
+      { name: 'long', maxOutputChars: 100, handler: () => `ERROR: ${'x'.repeat(500)}`, rollbackWhen: { startsWith: 'ERROR:' } },
+      { name: 'big', maxOutputChars: 100, handler: () => ({ organic: [], ads: 'y'.repeat(500) }), rollbackWhen: { emptyAt: '/organic' } },
+    ])
+    const [long, big] = await gate.execute([{ name: 'long' }, { name: 'big' }])
+    assert.equal(long.truncated, true)
+    assert.deepEqual(long.rollback, { reason: 'the output starts with "ERROR:"' })
+    assert.deepEqual(big.rollback, { reason: 'nothing at /organic' })
   })
 
   it('takes a function that judges the returned value', async () => {

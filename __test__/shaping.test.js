@@ -99,6 +99,13 @@ describe('redaction', () => {
     assert.deepEqual(JSON.parse(nested.result.output), nested.result.metadata.structured, 'output and structure agree')
   })
 
+  it('redacts secret-named fields in the JSON the model reads, not only in the structure', async () => {
+    const { result } = await runOne(() => ({ user: 'bob', apiKey: 98765432101234, nested: { password: 'Tr0ub4dor&3-horse' } }))
+    assert.equal(result.output, '{"user":"bob","apiKey":"[REDACTED:secret-field]","nested":{"password":"[REDACTED:secret-field]"}}')
+    assert.deepEqual(JSON.parse(result.output), result.metadata.structured)
+    assert.deepEqual(result.metadata.redactions, { 'secret-field': 2 })
+  })
+
   it('lets look-alikes through untouched', async () => {
     for (const text of LOOK_ALIKES) {
       const { result } = await runOne(() => text)
@@ -346,6 +353,18 @@ describe('large outputs', () => {
     assert.equal(timedOut, false)
     assert.equal(code, 0, stderr)
     assert.deepEqual(lastJsonLine(stdout), { truncated: true, chars: 3_000_000 })
+  })
+
+  it('close() waits for a large output still being shaped, and leaves no artifact behind', async () => {
+    const { gate } = gateWith([{ name: 'big', handler: () => 'b'.repeat(3_000_000) }])
+    let resolvedAt
+    const turn = gate.execute([{ name: 'big' }]).then((r) => { resolvedAt = Date.now(); return r })
+    await new Promise((resolve) => setImmediate(resolve))
+    await gate.close()
+    const closedAt = Date.now()
+    const [r] = await turn
+    assert.ok(resolvedAt <= closedAt, 'the turn ended before close() resolved')
+    if (r.metadata.artifactPath) assert.ok(!fs.existsSync(r.metadata.artifactPath), 'its artifact went with close()')
   })
 
   it('answers a large output whose turn was cancelled meanwhile with the output', async () => {

@@ -46,6 +46,8 @@ struct Saved {
 
 #[derive(Default)]
 struct Folder {
+    /// Set by `remove_all` (the executor closed): nothing is saved any more.
+    closed: bool,
     /// Created on the first save; canonical, so that resolved paths compare with it.
     root: Option<PathBuf>,
     /// True when this executor made the folder (and so removes it on `remove_all`).
@@ -77,6 +79,9 @@ impl Artifacts {
             return Err(format!("it is larger than the artifacts folder's cap of {} bytes", self.options.max_bytes));
         }
         let mut folder = self.folder();
+        if folder.closed {
+            return Err("the executor was closed".into());
+        }
         let root = self.root(&mut folder)?;
         self.sweep_locked(&mut folder, SystemTime::now());
         while folder.total_bytes + size > self.options.max_bytes {
@@ -124,9 +129,10 @@ impl Artifacts {
         removed
     }
 
-    /// Removes every artifact, and the folder when this executor made it.
+    /// Removes every artifact, and the folder when this executor made it; nothing is saved afterwards.
     pub fn remove_all(&self) {
         let mut folder = self.folder();
+        folder.closed = true;
         for f in folder.files.drain(..) {
             let _ = fs::remove_file(&f.path);
         }

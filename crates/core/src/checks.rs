@@ -2,6 +2,9 @@
 //! resolve inside a root (`pathWithin`), a URL argument's host must be on a list (`urlHosts`). A failure is an
 //! invalid argument, whoever may call the tool.
 
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::fs;
 use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
@@ -85,40 +88,66 @@ fn text<'a>(args: &'a Value, arg: &str) -> Result<Option<&'a str>, String> {
     }
 }
 
-/// A path resolves inside `root`: relative paths are taken from the root; `..` may not climb out, an absolute path
-/// must already be inside, and symlinks are followed as far as the path exists, so a link out is refused too.
+/// A path resolves inside `root`, as the kernel would resolve it: relative paths start at the root, and the path is
+/// walked one component at a time, each symlink followed (dangling ones too) before a later `..` applies. The part
+/// that does not exist yet may not climb with `..`.
 fn within(root: &Path, path: &str) -> Result<(), String> {
     if path.is_empty() || path.contains('\0') {
         return Err("is empty or holds a NUL character".into());
     }
     let given = Path::new(path);
-    let joined = if given.is_absolute() { given.to_path_buf() } else { root.join(given) };
-    // Lexically first: `a/../../x` climbs out whatever exists on disk.
-    let mut normal = PathBuf::new();
-    for part in joined.components() {
-        match part {
-            Component::ParentDir => {
-                if !normal.pop() {
-                    return Err("climbs above the file system root".into());
+    let mut at = if given.is_absolute() { PathBuf::from("/") } else { root.to_path_buf() };
+    let mut parts: VecDeque<OsString> = parts_of(given);
+    let mut links = 0;
+    while let Some(part) = parts.pop_front() {
+        if part == ".." {
+            at.pop();
+            continue;
+        }
+        let next = at.join(&part);
+        match fs::symlink_metadata(&next) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                links += 1;
+                if links > 40 {
+                    return Err("goes through too many symbolic links".into());
+                }
+                let target = fs::read_link(&next).map_err(|e| format!("cannot be resolved ({e})"))?;
+                if target.is_absolute() {
+                    at = PathBuf::from("/");
+                }
+                for p in parts_of(&target).into_iter().rev() {
+                    parts.push_front(p);
                 }
             }
-            Component::CurDir => {}
-            other => normal.push(other),
+            Ok(_) => at = next,
+            Err(_) => {
+                // From here on nothing exists: the rest is lexical, and may not climb.
+                at = next;
+                for p in parts.drain(..) {
+                    if p == ".." {
+                        return Err("climbs with .. out of a folder that does not exist".into());
+                    }
+                    at.push(p);
+                }
+            }
         }
     }
-    if !normal.starts_with(root) {
-        return Err("is outside the allowed folder".into());
+    match (at.starts_with(root), links) {
+        (true, _) => Ok(()),
+        (false, 0) => Err("is outside the allowed folder".into()),
+        (false, _) => Err("leads outside the allowed folder through a symbolic link".into()),
     }
-    // Then through the file system: the longest part that exists, with its symlinks resolved, must stay inside.
-    let mut existing = normal.as_path();
-    while !existing.exists() {
-        existing = existing.parent().ok_or("cannot be resolved")?;
-    }
-    let real = existing.canonicalize().map_err(|e| format!("cannot be resolved ({e})"))?;
-    if !real.starts_with(root) {
-        return Err("leads outside the allowed folder through a symbolic link".into());
-    }
-    Ok(())
+}
+
+/// A path's names and `..`s (`.` and the root dropped).
+fn parts_of(path: &Path) -> VecDeque<OsString> {
+    path.components()
+        .filter_map(|c| match c {
+            Component::Normal(name) => Some(name.to_os_string()),
+            Component::ParentDir => Some(OsString::from("..")),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A URL's host (as a browser reads it: userinfo, IDNA, case) is one of `hosts` or under a `*.` entry.
@@ -154,10 +183,15 @@ mod tests {
     fn paths_stay_inside_the_root() {
         let root = root();
         let outside = std::env::temp_dir().join(format!("toolgate-outside-{:08x}", fastrand::u32(..)));
-        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::create_dir_all(outside.join("sub")).unwrap();
         #[cfg(unix)]
-        std::os::unix::fs::symlink(&outside, root.join("escape")).unwrap();
-        for ok in ["docs/a.md", "./docs/../docs/b.md", "new/deep/file.txt", "%2e%2e/x", "..file", "docs/..."] {
+        {
+            std::os::unix::fs::symlink(&outside, root.join("escape")).unwrap();
+            std::os::unix::fs::symlink(outside.join("sub"), root.join("sublink")).unwrap();
+            std::os::unix::fs::symlink(outside.join("not-yet"), root.join("dangling")).unwrap();
+            std::os::unix::fs::symlink("docs", root.join("inner")).unwrap();
+        }
+        for ok in ["docs/a.md", "./docs/../docs/b.md", "new/deep/file.txt", "%2e%2e/x", "..file", "docs/...", "inner/a.md", "inner/../docs"] {
             assert_eq!(within(&root, ok), Ok(()), "{ok}");
         }
         assert_eq!(within(&root, &root.join("docs/a.md").to_string_lossy()), Ok(()), "absolute inside");
@@ -167,6 +201,11 @@ mod tests {
             ("/etc/passwd", "outside"),
             ("escape/secret", "symbolic link"),
             ("escape", "symbolic link"),
+            // `..` after a link climbs from where the link leads, as the kernel does.
+            ("sublink/../secret.txt", "symbolic link"),
+            // A dangling link is where writing would create its target.
+            ("dangling", "symbolic link"),
+            ("new/../../x", "does not exist"),
             ("a\0b", "NUL"),
             ("", "empty"),
         ] {

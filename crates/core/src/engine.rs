@@ -509,6 +509,10 @@ impl Engine {
         let sealing = Sealing { note: self.options.repair.note, trace: self.options.trace, begun: now, begun_epoch_ms };
         for slot in turn.slots.iter_mut() {
             if let Some(mut result) = slot.result.take() {
+                // A cache hit answered here says it repeats a query, as one answered later does in `settle`.
+                if let (Some(repeat), Some(tool), true) = (&slot.dedup, &slot.tool, result.cached) {
+                    repeat.annotate(&mut result, tool.dedup.mode);
+                }
                 sealing.seal(&mut result, slot, 0.0);
                 tracing::debug!(turn = turn_id, call = %slot.id, tool = %result.name, outcome = result.error_kind.map_or("ok", ErrorKind::as_str), "call answered without running");
                 self.tally(&result, slot.tool.is_some());
@@ -600,7 +604,7 @@ impl Engine {
             }
             return (slot, None);
         }
-        slot.repairs.extend(repairs);
+        slot.repairs.extend(repairs.into_iter().map(|r| r.redacted(|v| self.shaper.redact_value(v))));
         slot.marks.push(mark("validate", "ok"));
         // Business checks a schema cannot express run before permission: a path or a host out of bounds is an
         // invalid argument, whoever may call the tool.
@@ -680,7 +684,7 @@ impl Engine {
         let mut step = Step::default();
         if let Some((turn_id, index, kind, at)) = self.tickets.remove(&ticket) {
             self.deadlines.disarm(at, Alarm::Host(ticket));
-            self.resolve(turn_id, index, kind, answer, now, &mut step);
+            self.resolve(turn_id, index, ticket, kind, answer, now, &mut step);
         }
         self.drain(now, &mut step);
         step
@@ -694,14 +698,23 @@ impl Engine {
             HostKind::Approve => (self.options.approval_timeout_ms, "approval"),
         };
         let answer = HostAnswer { timed_out: Some(format!("no {what} came within {limit} ms")), ..HostAnswer::default() };
-        self.resolve(turn_id, index, kind, answer, now, step);
+        self.resolve(turn_id, index, ticket, kind, answer, now, step);
     }
 
-    fn resolve(&mut self, turn_id: u32, index: usize, kind: HostKind, answer: HostAnswer, now: Instant, step: &mut Step) {
+    #[allow(clippy::too_many_arguments)]
+    fn resolve(&mut self, turn_id: u32, index: usize, ticket: u32, kind: HostKind, mut answer: HostAnswer, now: Instant, step: &mut Step) {
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
-        let session = turn.policy.fields.get("sessionId").cloned().unwrap_or_default();
+        let session = turn.policy.fields.get("sessionId").cloned();
         let slot = &mut turn.slots[index];
+        // An answer for a call already answered (or for another request of it) changes nothing.
+        if slot.result.is_some() || slot.pending != Some(ticket) {
+            return;
+        }
         slot.pending = None;
+        // What the host says goes to the model and the trace: it is redacted like a handler's error.
+        for text in [&mut answer.problem, &mut answer.error, &mut answer.reason].into_iter().flatten() {
+            *text = self.shaper.redact_text(text);
+        }
         let tool = slot.tool.clone().expect("a call waiting on the host has a tool");
         let name = tool.spec.name.clone();
         let id = slot.id.clone();
@@ -750,16 +763,18 @@ impl Engine {
                         ))
                     }
                     None => match answer.arguments {
-                        Some(edited) if tool.validator.is_valid(&edited) => {
-                            slot.marks.push(mark("approval", "edited"));
-                            turn.args.insert(index, edited);
-                            None
-                        }
-                        Some(edited) => {
-                            slot.marks.push(mark("approval", "edited_invalid"));
-                            let error = validate::validate(&tool, &edited).expect_err("checked invalid");
-                            Some(refuse(ErrorKind::InvalidArguments, format!("The arguments as edited at approval are not valid, so the call was not run. {error}")))
-                        }
+                        // Edited arguments meet everything the model's did: the schema, the checks, the deny rules.
+                        Some(edited) => match edited_problem(&tool, &edited, &turn.policy) {
+                            None => {
+                                slot.marks.push(mark("approval", "edited"));
+                                turn.args.insert(index, edited);
+                                None
+                            }
+                            Some((kind, error)) => {
+                                slot.marks.push(mark("approval", "edited_invalid"));
+                                Some(refuse(kind, format!("The arguments as edited at approval were refused, so the call was not run. {error}")))
+                            }
+                        },
                         None => {
                             slot.marks.push(mark("approval", "approved"));
                             None
@@ -767,10 +782,11 @@ impl Engine {
                     },
                 }
                 .or_else(|| {
-                    let remember = answer.remember.as_deref() == Some("session");
-                    let how = if remember { "approved for this session" } else { "approved" };
+                    // Remembered only for a session the context names: without one, "this session" would be everyone.
+                    let session = session.filter(|_| answer.remember.as_deref() == Some("session"));
+                    let how = if session.is_some() { "approved for this session" } else { "approved" };
                     slot.permission = Some(("approved", format!("{asked_by}; {how} by the approval callback")));
-                    if remember {
+                    if let Some(session) = session {
                         self.remembered.put(remembered_key(&session, &name, &asked_by), ());
                     }
                     None
@@ -863,9 +879,6 @@ impl Engine {
             counters.cache_hits += 1;
             slot.marks.push(mark("cache", "hit"));
             result.cached = true;
-            if let Some(repeat) = &slot.dedup {
-                repeat.annotate(&mut result, tool.dedup.mode);
-            }
             slot.result = Some(result);
             return false;
         }
@@ -1500,6 +1513,12 @@ impl Engine {
         if stops_turn {
             for skipped in turn.schedule.take_waiting() {
                 let slot = &mut self.turns.get_mut(&turn_id).expect("a live turn").slots[skipped];
+                // One waiting on the host is answered now: its request no longer counts.
+                if let Some(ticket) = slot.pending.take() {
+                    if let Some((_, _, _, at)) = self.tickets.remove(&ticket) {
+                        self.deadlines.disarm(at, Alarm::Host(ticket));
+                    }
+                }
                 let name = slot.tool.as_ref().map_or(String::new(), |t| t.spec.name.clone());
                 slot.marks.push(mark("invoke", "not_executed"));
                 let result = invoke::not_executed(slot.id.clone(), &name, &why);
@@ -1699,12 +1718,13 @@ impl Shaping {
             max_output_chars: self.tool.max_output_chars,
             readers: self.readers,
         };
+        // Judged on the whole output, before shape cuts it (a prefix or an empty list may not survive the cut).
+        let reason = (!self.tool.judge.is_empty() && result.success).then(|| self.verdict.or_else(|| judge::judge(&self.tool.judge, &result)));
         let shaped = self.shaper.shape(&mut result, &call, bytes.as_deref());
         let mut marks = vec![mark("invoke", invoked), mark("normalize", normalized), mark("shape", shaped)];
-        if !self.tool.judge.is_empty() && result.success {
-            let reason = self.verdict.or_else(|| judge::judge(&self.tool.judge, &result));
+        if let Some(reason) = reason {
             marks.push(mark("judge", if reason.is_some() { "rollback" } else { "ok" }));
-            result.rollback = reason.map(|reason| Rollback { reason });
+            result.rollback = reason.map(|reason| Rollback { reason: self.shaper.redact_text(&reason) });
         }
         if self.tool.spec.untrusted && result.success {
             result.output = shape::fence(&self.tool.spec.name, &result.output);
@@ -1738,6 +1758,20 @@ impl FlightRole {
 enum TurnEnd<'a> {
     Cancelled(&'a str),
     Deadline,
+}
+
+/// Why arguments edited at approval cannot run: the schema, the tool's checks or a deny rule refuses them.
+fn edited_problem(tool: &Tool, edited: &Value, policy: &Policy) -> Option<(ErrorKind, String)> {
+    if let Err(error) = validate::validate(tool, edited) {
+        return Some((ErrorKind::InvalidArguments, error));
+    }
+    if let Err(problem) = checks::run(&tool.checks, edited) {
+        return Some((ErrorKind::InvalidArguments, format!("Tool \"{}\": {problem}.", tool.spec.name)));
+    }
+    match policy.decide(tool, edited, |_| true) {
+        Decision::Deny { kind, error, .. } => Some((kind, error)),
+        _ => None,
+    }
 }
 
 /// How an approval given "for this session" is remembered.

@@ -23,6 +23,21 @@ impl Repair {
         Repair { path: path.to_string(), before, after, rule: rule.to_string() }
     }
 
+    /// This repair as the model and the trace may see it: `before` and `after` redacted as the argument they are
+    /// (so a value under a key such as `password` is never echoed).
+    pub fn redacted(mut self, redact: impl Fn(&mut Value) -> crate::redact::Redactions) -> Self {
+        let key = self.path.rsplit('/').next().unwrap_or("").replace("~1", "/").replace("~0", "~");
+        for value in [&mut self.before, &mut self.after] {
+            if value.is_null() {
+                continue;
+            }
+            let mut wrapped = Value::Object(Map::from_iter([(key.clone(), value.take())]));
+            redact(&mut wrapped);
+            *value = wrapped.as_object_mut().and_then(|m| m.remove(&key)).unwrap_or(Value::Null);
+        }
+        self
+    }
+
     /// An unknown tool name taken as the one usable tool it matches ignoring case and separators.
     pub fn named_tool(called: &str, tool: &str) -> Self {
         Self::new("", Value::String(called.into()), Value::String(tool.into()), "tool-name")
@@ -107,6 +122,13 @@ fn strip_fence(text: &str) -> Option<&str> {
     Some(rest.strip_suffix("```").unwrap_or(rest).trim())
 }
 
+/// How reading a string ended.
+enum Read {
+    Closed,
+    /// The text ended inside it.
+    Ended,
+}
+
 /// One pass over lenient JSON, writing strict JSON.
 struct Mender<'a> {
     chars: std::iter::Peekable<std::str::CharIndices<'a>>,
@@ -163,13 +185,14 @@ impl<'a> Mender<'a> {
                     if c == '\'' {
                         Self::fix(fixes, "json-single-quotes");
                     }
-                    if !self.string(c, fixes) {
+                    match self.string(c, fixes)? {
+                        Read::Closed => {}
                         // Cut inside a key, the member goes; cut inside a value, what was the rest of it?
-                        if !self.want_key {
-                            return None;
+                        Read::Ended if self.want_key => {
+                            Self::fix(fixes, "json-truncated");
+                            return self.close();
                         }
-                        Self::fix(fixes, "json-truncated");
-                        return self.close();
+                        Read::Ended => return None,
                     }
                     seen_value = true;
                 }
@@ -214,29 +237,23 @@ impl<'a> Mender<'a> {
         self.close()
     }
 
-    /// Copies a string (from either quote) as a JSON string; false when the text ends inside it.
-    fn string(&mut self, quote: char, fixes: &mut Vec<&'static str>) -> bool {
+    /// Copies a string (from either quote) as a JSON string. None when an escape cannot be read (`\u` not
+    /// followed by a character, a lone surrogate): what was meant is unknown.
+    fn string(&mut self, quote: char, fixes: &mut Vec<&'static str>) -> Option<Read> {
         let mut content = String::new();
         loop {
             let Some((_, c)) = self.chars.next() else {
                 self.out.push_str(&Value::String(content).to_string());
-                return false;
+                return Some(Read::Ended);
             };
             match c {
                 '\\' => match self.chars.next() {
                     Some((_, '\'')) => content.push('\''),
+                    Some((_, 'u')) => content.push(self.unicode_escape()?),
                     Some((_, e)) => {
-                        // Re-read the escape the JSON way; an invalid one is kept literally.
-                        let escaped = format!("\"\\{e}\"");
-                        match serde_json::from_str::<String>(&escaped) {
+                        // Re-read the escape the JSON way; an invalid one (`\d` in a pattern) is kept literally.
+                        match serde_json::from_str::<String>(&format!("\"\\{e}\"")) {
                             Ok(s) => content.push_str(&s),
-                            Err(_) if e == 'u' => {
-                                let hex: String = (0..4).filter_map(|_| self.chars.next().map(|(_, h)| h)).collect();
-                                match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
-                                    Some(ch) => content.push(ch),
-                                    None => return false,
-                                }
-                            }
                             Err(_) => {
                                 content.push('\\');
                                 content.push(e);
@@ -245,7 +262,7 @@ impl<'a> Mender<'a> {
                     }
                     None => {
                         self.out.push_str(&Value::String(content).to_string());
-                        return false;
+                        return Some(Read::Ended);
                     }
                 },
                 c if c == quote => break,
@@ -257,7 +274,22 @@ impl<'a> Mender<'a> {
             }
         }
         self.out.push_str(&Value::String(content).to_string());
-        true
+        Some(Read::Closed)
+    }
+
+    /// The character of a `\uXXXX` escape (and of a following low surrogate's, for a pair).
+    fn unicode_escape(&mut self) -> Option<char> {
+        let hex = |chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>| {
+            let digits: String = (0..4).filter_map(|_| chars.next().map(|(_, h)| h)).collect();
+            (digits.len() == 4).then(|| u32::from_str_radix(&digits, 16).ok()).flatten()
+        };
+        let first = hex(&mut self.chars)?;
+        if !(0xD800..0xDC00).contains(&first) {
+            return char::from_u32(first);
+        }
+        let (Some((_, '\\')), Some((_, 'u'))) = (self.chars.next(), self.chars.next()) else { return None };
+        let low = hex(&mut self.chars).filter(|l| (0xDC00..0xE000).contains(l))?;
+        char::from_u32(0x10000 + ((first - 0xD800) << 10) + (low - 0xDC00))
     }
 
     fn word(&mut self, first: char) -> String {
@@ -287,8 +319,12 @@ impl<'a> Mender<'a> {
         }
     }
 
-    /// The text ended: a member left without its value goes, then every open container is closed.
+    /// The text ended: a member left without its value goes, then every open object is closed. Not when a list
+    /// was cut (items may be missing) or the text ends in a number (`3` may have been `30`).
     fn close(mut self) -> Option<String> {
+        if self.stack.contains(&'[') {
+            return None;
+        }
         loop {
             let trimmed = self.out.trim_end();
             if trimmed.ends_with(',') {
@@ -303,6 +339,9 @@ impl<'a> Mender<'a> {
             }
         }
         let trimmed = self.out.trim_end();
+        if trimmed.ends_with(|c: char| c.is_ascii_digit() || c == '.') {
+            return None;
+        }
         // An object cut right after a key (`{"a": 1, "b"`): the key goes too.
         if self.stack.last() == Some(&'{') && self.want_key && trimmed.ends_with('"') && !trimmed.ends_with("{\"") {
             if let Some(start) = last_string_start(trimmed) {
@@ -409,14 +448,24 @@ impl<'a> Walk<'a, '_> {
     /// Keys the schema does not know, mapped to the one property they plainly meant.
     fn keys(&mut self, properties: &Map<String, Value>, map: &mut Map<String, Value>, path: &str, aliases: Option<&Map<String, Value>>) {
         let unknown: Vec<String> = map.keys().filter(|k| !properties.contains_key(*k)).cloned().collect();
-        for key in unknown {
-            let absent = |p: &str, map: &Map<String, Value>| properties.contains_key(p) && !map.contains_key(p);
-            let alias = aliases.and_then(|a| a.get(&key)).and_then(Value::as_str).filter(|p| absent(p, map));
-            let target = match alias {
-                Some(p) => Some((p.to_string(), "alias")),
-                None => closest_property(&key, properties.keys().filter(|p| absent(p, map)).map(String::as_str)),
-            };
-            let Some((property, rule)) = target else { continue };
+        let absent = |p: &str| properties.contains_key(p) && !map.contains_key(p);
+        let targets: Vec<(String, String, &'static str)> = unknown
+            .into_iter()
+            .filter_map(|key| {
+                let alias = aliases.and_then(|a| a.get(&key)).and_then(Value::as_str).filter(|p| absent(p));
+                let target = match alias {
+                    Some(p) => Some((p.to_string(), "alias")),
+                    None => closest_property(&key, properties.keys().filter(|p| absent(p)).map(String::as_str)),
+                };
+                target.map(|(property, rule)| (key, property, rule))
+            })
+            .collect();
+        for (key, property, rule) in &targets {
+            // Two keys that both mean the same property: which value was meant? Neither is moved.
+            if targets.iter().filter(|(_, p, _)| p == property).count() > 1 {
+                continue;
+            }
+            let (key, property) = (key.clone(), property.clone());
             let value = map.remove(&key).expect("listed");
             map.insert(property.clone(), value);
             self.repairs.push(Repair::new(path, Value::String(key), Value::String(property), rule));
@@ -527,10 +576,15 @@ fn enum_case(schema: &Value, value: &Value) -> Option<Value> {
 fn number_from(s: &str) -> Option<Value> {
     let t = s.trim();
     let plain = !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'+' | b'e' | b'E'));
-    let f: f64 = t.parse().ok().filter(|f: &f64| f.is_finite() && plain)?;
-    if f.fract() == 0.0 && f.abs() < 9.0e15 && !t.contains(['.', 'e', 'E']) {
-        return Some(Value::from(f as i64));
+    if !plain {
+        return None;
     }
+    // Whole numbers stay exact: one that does not fit in 64 bits is not converted rather than rounded.
+    if !t.contains(['.', 'e', 'E']) {
+        let t = t.strip_prefix('+').unwrap_or(t);
+        return t.parse::<i64>().map(Value::from).or_else(|_| t.parse::<u64>().map(Value::from)).ok();
+    }
+    let f: f64 = t.parse().ok().filter(|f: &f64| f.is_finite())?;
     Number::from_f64(f).map(Value::Number)
 }
 
@@ -571,10 +625,11 @@ mod tests {
             ("{'q': 'it\\'s \"x\"'}", json!({"q": "it's \"x\""}), "json-single-quotes"),
             ("{q: \"x\", max_results: 5}", json!({"q": "x", "max_results": 5}), "json-unquoted-keys"),
             ("{\"a\": True, \"b\": None, \"c\": False}", json!({"a": true, "b": null, "c": false}), "json-python-literals"),
-            ("{\"q\": \"rust\", \"n\": 5", json!({"q": "rust", "n": 5}), "json-truncated"),
+            ("{\"q\": \"rust\", \"safe\": true", json!({"q": "rust", "safe": true}), "json-truncated"),
+            ("{\"q\": \"\\ud83d\\ude00 rust\", \"safe\": true", json!({"q": "😀 rust", "safe": true}), "json-truncated"),
             ("{\"q\": \"rust\", \"n\":", json!({"q": "rust"}), "json-truncated"),
             ("{\"q\": \"rust\", \"n\"", json!({"q": "rust"}), "json-truncated"),
-            ("{\"a\": {\"b\": [1, 2", json!({"a": {"b": [1, 2]}}), "json-truncated"),
+            ("{\"a\": {\"b\": \"c\"", json!({"a": {"b": "c"}}), "json-truncated"),
         ];
         for (text, want, rule) in cases {
             let (value, rules) = mend(text).unwrap_or_else(|| panic!("{text} not mended"));
@@ -585,7 +640,8 @@ mod tests {
 
     #[test]
     fn leaves_what_it_cannot_read() {
-        for text in ["{\"q\": rust}", "q=rust", "{\"a\": 1}{\"b\": 2}", "{\"a\": 1]]", "{\"a\" 1}", "{\"q\": \"ru"] {
+        let cut = ["{\"q\": \"ru", "{\"days\": 3", "{\"ids\": [1, 2", "{\"ids\": [\"a\", \"b\"", "{\"p\": \"a\", \"\\ud83d\": 1}"];
+        for text in ["{\"q\": rust}", "q=rust", "{\"a\": 1}{\"b\": 2}", "{\"a\": 1]]", "{\"a\" 1}"].into_iter().chain(cut) {
             assert_eq!(repair_json(text), None, "{text}");
         }
     }
@@ -632,6 +688,21 @@ mod tests {
             let (after, rules) = fix(schema.clone(), refused.clone());
             assert_eq!((after, rules), (refused, vec![]), "no doubtful conversion");
         }
+    }
+
+    #[test]
+    fn two_keys_for_one_property_are_not_guessed_between() {
+        let schema = json!({"type": "object", "additionalProperties": false, "properties": {"query": {"type": "string"}}});
+        let args = json!({"Query": "drop everything", "query_": "harmless"});
+        assert_eq!(fix(schema, args.clone()), (args, vec![]));
+    }
+
+    #[test]
+    fn whole_numbers_stay_exact_or_are_not_converted() {
+        assert_eq!(number_from("12345678901234567891"), Some(json!(12345678901234567891u64)));
+        assert_eq!(number_from("99999999999999999999"), None, "too large for 64 bits: not rounded");
+        assert_eq!(number_from("-42"), Some(json!(-42)));
+        assert_eq!(number_from("2.5e1"), Some(json!(25.0)));
     }
 
     #[test]

@@ -50,6 +50,11 @@ impl Shaper {
         }
     }
 
+    /// A text from the host (a check's problem, an approver's reason) as the model may read it.
+    pub fn redact_text(&self, text: &str) -> String {
+        self.redactor.redact(text, &mut Redactions::new()).into_owned()
+    }
+
     /// Redacts a JSON value (an argument snapshot for a trace, for instance); returns the counts per rule.
     pub fn redact_value(&self, value: &mut Value) -> Redactions {
         let mut counts = Redactions::new();
@@ -67,23 +72,27 @@ impl Shaper {
         let mut counts = Redactions::new();
         let mut copies = Vec::new();
         let meta = &mut result.metadata;
-        // A failure's output is built from its error: redacted once, through the error.
-        let output_changed = match (result.error.as_mut(), result.error_kind) {
-            (Some(error), Some(kind)) => {
+        match (result.error.as_mut(), result.error_kind, meta.structured.as_mut()) {
+            // A failure's output is built from its error: redacted once, through the error.
+            (Some(error), Some(kind), _) => {
                 if redact_in_place(r, error, &mut counts) {
                     result.output = failure_output(kind, error);
                 }
-                false
             }
-            _ => redact_in_place(r, &mut result.output, &mut counts),
-        };
-        if let Some(structured) = meta.structured.as_mut() {
-            // When the output is the structure's JSON, the redacted output is the redacted structure.
-            let reparsed = (meta.output_is_structured && output_changed).then(|| serde_json::from_str(&result.output).ok()).flatten();
-            match reparsed {
-                Some(value) => *structured = value,
-                None => copies.push(self.redact_value(structured)),
+            // When the output is the structure's JSON, the structure is redacted (its strings, and the values under
+            // keys such as `password`) and the output written again from it.
+            (_, _, Some(structured)) if meta.output_is_structured => {
+                r.redact_value(structured, &mut counts);
+                if !counts.is_empty() {
+                    result.output = serde_json::to_string(structured).expect("JSON serializes");
+                }
             }
+            _ => {
+                redact_in_place(r, &mut result.output, &mut counts);
+            }
+        }
+        if let (Some(structured), false) = (meta.structured.as_mut(), meta.output_is_structured) {
+            copies.push(self.redact_value(structured));
         }
         for text in [meta.stderr.as_mut(), meta.stack.as_mut(), meta.error_name.as_mut()].into_iter().flatten() {
             let mut found = Redactions::new();
