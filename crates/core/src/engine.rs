@@ -515,7 +515,7 @@ impl Engine {
                 }
                 sealing.seal(&mut result, slot, 0.0);
                 tracing::debug!(turn = turn_id, call = %slot.id, tool = %result.name, outcome = result.error_kind.map_or("ok", ErrorKind::as_str), "call answered without running");
-                self.tally(&result, slot.tool.is_some());
+                tally(&mut self.metrics, &mut self.unknown_tool_metrics, &result, slot.tool.is_some());
                 slot.result = Some(result);
             }
         }
@@ -1492,7 +1492,8 @@ impl Engine {
         }
         sealing.seal(&mut result, slot, ran_ms);
         let stops_turn = turn.stop_on_error && !result.success && slot.tool.as_ref().is_some_and(|t| !t.spec.read_only);
-        let why = stopped_after(&slot.id, &result.name);
+        // Worded only when the turn stops: most results stop nothing.
+        let why = stops_turn.then(|| stopped_after(&slot.id, &result.name));
         tracing::debug!(
             turn = turn_id,
             call = %slot.id,
@@ -1503,14 +1504,11 @@ impl Engine {
             stages = ?result.metadata.stages.iter().map(|m| format!("{}:{}", m.station, m.outcome)).collect::<Vec<_>>(),
             "call settled"
         );
-        match self.metrics.get_mut(&result.name) {
-            Some(metrics) => metrics.record(&result),
-            None => self.metrics.entry(result.name.clone()).or_default().record(&result),
-        }
+        tally(&mut self.metrics, &mut self.unknown_tool_metrics, &result, true);
         slot.result = Some(result);
         turn.args.remove(&index);
         turn.open -= 1;
-        if stops_turn {
+        if let Some(why) = why {
             for skipped in turn.schedule.take_waiting() {
                 let slot = &mut self.turns.get_mut(&turn_id).expect("a live turn").slots[skipped];
                 // One waiting on the host is answered now: its request no longer counts.
@@ -1618,15 +1616,6 @@ impl Engine {
         }
         let in_flight = self.runs.len() + self.held.len();
         serde_json::json!({ "total": tool_stats(&total, &total_calls, in_flight), "tools": tools })
-    }
-
-    /// A call's result is in: it counts toward its tool's metrics.
-    fn tally(&mut self, result: &ToolResult, known: bool) {
-        if known {
-            self.metrics.entry(result.name.clone()).or_default().record(result);
-        } else {
-            self.unknown_tool_metrics.record(result);
-        }
     }
 
     /// Forgets cached results of `tool` (only those for `args`, when given); returns how many.
@@ -1786,6 +1775,18 @@ fn reuse_key(session: &str, query_key: &str) -> String {
 
 fn stopped_after(call_id: &str, tool_name: &str) -> String {
     format!("call {call_id} (\"{tool_name}\") before it failed, and this turn stops at the first failed call that changes state")
+}
+
+/// A call's result is in: it counts toward its tool's metrics, or the total's only for a name that is no tool.
+/// (Fields, not `&mut Engine`: it is called while a turn of the engine is borrowed.)
+fn tally(metrics: &mut BTreeMap<String, CallMetrics>, unknown: &mut CallMetrics, result: &ToolResult, known: bool) {
+    if !known {
+        return unknown.record(result);
+    }
+    match metrics.get_mut(&result.name) {
+        Some(m) => m.record(result),
+        None => metrics.entry(result.name.clone()).or_default().record(result),
+    }
 }
 
 /// One entry of `counters()`: the counters and the call metrics side by side.
