@@ -363,10 +363,11 @@ class ToolExecutor {
 
   #settle(run, value, describe) {
     const call = this.#runs.get(run)
-    if (!this.#runs.delete(run)) {
+    if (call === undefined) {
       this.#lateSettlement(run, describe === describeReturn ? 'resolved' : 'rejected')
       return
     }
+    this.#runs.delete(run)
     if (call.judge && describe === describeReturn) {
       const reason = judgeValue(call, value)
       if (reason) this.#engine.judged(run, reason)
@@ -629,9 +630,7 @@ function takeObservers(options, onTrace) {
   const observers = { onTrace }
   if (audit !== undefined) {
     if (audit === null || typeof audit !== 'object') throw new TypeError('ToolExecutor options: audit must be { file?, maxBytes?, keep?, onRecord? }')
-    const { file, maxBytes, keep, onRecord, ...unknown } = audit
-    const extra = Object.keys(unknown)
-    if (extra.length) throw new TypeError(`ToolExecutor options: unknown audit option "${extra[0]}" (known: file, maxBytes, keep, onRecord)`)
+    const { file, maxBytes, keep, onRecord } = pick(audit, ['file', 'maxBytes', 'keep', 'onRecord'], 'ToolExecutor options: audit')
     if (onRecord !== undefined && typeof onRecord !== 'function') throw new TypeError('ToolExecutor options: audit.onRecord must be a function')
     if (file !== undefined) observers.auditSink = new observe.JsonlSink({ file, maxBytes, keep })
     observers.onRecord = onRecord

@@ -155,7 +155,7 @@ describe('audit', () => {
     assert.throws(() => new ToolExecutor({ audit: { file: '' } }), TypeError)
     assert.throws(() => new ToolExecutor({ audit: { file: 'x', maxBytes: 0 } }), TypeError)
     assert.throws(() => new ToolExecutor({ audit: { onRecord: 1 } }), TypeError)
-    assert.throws(() => new ToolExecutor({ audit: { path: 'x' } }), /unknown audit option "path"/)
+    assert.throws(() => new ToolExecutor({ audit: { path: 'x' } }), /audit: unknown option "path" \(known: file, maxBytes, keep, onRecord\)/)
   })
 })
 

@@ -753,7 +753,7 @@ impl Engine {
                     (None, None, Some("approve")) => None,
                     (None, None, _) => Some(answer.reason.clone().map_or("it was declined".into(), |r| format!("declined: {r}"))),
                 };
-                match denial {
+                let refused = match denial {
                     Some(why) => {
                         slot.marks.push(mark("approval", "denied"));
                         slot.permission = Some(("denied", format!("{asked_by}; {why}")));
@@ -780,8 +780,8 @@ impl Engine {
                             None
                         }
                     },
-                }
-                .or_else(|| {
+                };
+                if refused.is_none() {
                     // Remembered only for a session the context names: without one, "this session" would be everyone.
                     let session = session.filter(|_| answer.remember.as_deref() == Some("session"));
                     let how = if session.is_some() { "approved for this session" } else { "approved" };
@@ -789,8 +789,8 @@ impl Engine {
                     if let Some(session) = session {
                         self.remembered.put(remembered_key(&session, &name, &asked_by), ());
                     }
-                    None
-                })
+                }
+                refused
             }
         };
         match refused {
@@ -1820,30 +1820,26 @@ impl Sealing {
             result.metadata.timings = Some(slot.marks.iter().map(|m| since(&m.at)).collect());
             result.metadata.starts = Some(slot.starts.iter().map(since).collect());
         }
-        seal(result, slot, self.note);
-    }
-}
-
-fn seal(result: &mut ToolResult, slot: &mut Slot, note: bool) {
-    result.metadata.stages = std::mem::take(&mut slot.marks);
-    if let Some((decision, by)) = slot.permission.take() {
-        result.metadata.permission = Some(PermissionNote { decision, by });
-    }
-    let repairs = std::mem::take(&mut slot.repairs);
-    if repairs.is_empty() {
-        return;
-    }
-    if note {
-        let line = repair::note(&repairs);
-        match (result.error.as_mut(), result.error_kind) {
-            (Some(error), Some(kind)) => {
-                error.push_str(&line);
-                result.output = failure_output(kind, error);
-            }
-            _ => result.output.push_str(&line),
+        result.metadata.stages = std::mem::take(&mut slot.marks);
+        if let Some((decision, by)) = slot.permission.take() {
+            result.metadata.permission = Some(PermissionNote { decision, by });
         }
+        let repairs = std::mem::take(&mut slot.repairs);
+        if repairs.is_empty() {
+            return;
+        }
+        if self.note {
+            let line = repair::note(&repairs);
+            match (result.error.as_mut(), result.error_kind) {
+                (Some(error), Some(kind)) => {
+                    error.push_str(&line);
+                    result.output = failure_output(kind, error);
+                }
+                _ => result.output.push_str(&line),
+            }
+        }
+        result.metadata.repairs = repairs;
     }
-    result.metadata.repairs = repairs;
 }
 
 impl Drop for Engine {
