@@ -346,7 +346,7 @@ class ToolExecutor {
     this.#runs.set(run, call)
     call.judge = this.#judges.get(name)
     const handler = this.#handlers.get(name)
-    const ctx = handlerContext(call, attempt, (info) => this.#progress(run, call, info))
+    const ctx = new HandlerContext(call, attempt, (info) => this.#progress(run, call, info))
     let returned
     try {
       if (!handler) throw new Error(`tool "${name}" was unregistered before this call started`)
@@ -452,7 +452,7 @@ class ToolExecutor {
     this.#turns.delete(turnId)
     if (this.#turns.size === 0) live.delete(this.#engine.id)
     if (turn.onAbort) turn.signal.removeEventListener('abort', turn.onAbort)
-    const results = JSON.parse(this.#engine.finish(turnId))
+    const results = readResults(this.#engine.finish(turnId))
     if (this.#observers) {
       try {
         this.#report(turn, results)
@@ -521,11 +521,22 @@ class RunningCall {
   }
 }
 
-/** What a handler gets as `ctx`. `signal` is an own enumerable getter, so `{ ...ctx }` keeps it. */
-function handlerContext(call, attempt, progress) {
-  const ctx = { callId: call.callId, toolName: call.toolName, context: call.turn.context, attempt, progress }
-  Object.defineProperty(ctx, 'signal', { get: () => call.signal, enumerable: true })
-  return ctx
+const CALL = Symbol('toolgate.call')
+/** `signal` as an own enumerable getter, so that `{ ...ctx }` keeps it. One descriptor for every context: V8 then
+ * shares the object's shape, where a getter made per call costs half a microsecond. */
+const SIGNAL = { get() { return this[CALL].signal }, enumerable: true }
+
+/** What a handler gets as `ctx`. */
+class HandlerContext {
+  constructor(call, attempt, progress) {
+    this.callId = call.callId
+    this.toolName = call.toolName
+    this.context = call.turn.context
+    this.attempt = attempt
+    this.progress = progress
+    this[CALL] = call
+    Object.defineProperty(this, 'signal', SIGNAL)
+  }
 }
 
 const TIMEOUT_MESSAGES = {
@@ -704,6 +715,27 @@ function policyJson(context) {
     policy[key] = list
   }
   return JSON.stringify(policy)
+}
+
+/** A turn's results from the engine's wire form: a plain success comes as an array of its values (see
+ * `results_to_wire` in the engine), built here into the same object, key for key; any other result as its object. */
+function readResults(wire) {
+  const rows = JSON.parse(wire)
+  for (let i = 0; i < rows.length; i++) if (Array.isArray(rows[i])) rows[i] = plainResult(rows[i])
+  return rows
+}
+
+function plainResult([callId, name, flags, output, latencyMs, attempts, stages, startedAt, queuedMs, structured, redactions]) {
+  const metadata = {}
+  if (flags & 16) metadata.structured = structured
+  if (redactions !== null) metadata.redactions = redactions
+  metadata.stages = stages
+  metadata.startedAt = startedAt
+  if (queuedMs !== null) metadata.queuedMs = queuedMs
+  return {
+    callId, name, success: (flags & 1) !== 0, output, retryable: (flags & 2) !== 0, latencyMs, attempts,
+    cached: (flags & 4) !== 0, truncated: (flags & 8) !== 0, metadata,
+  }
 }
 
 function serializeCalls(calls) {

@@ -29,6 +29,8 @@ pub struct Engine {
     /// Shared with the deadline watcher, which calls it from a tokio thread.
     wake: Arc<Mutex<Wake>>,
     watching: bool,
+    /// Whether `wake` holds Node's event loop open now; changed only when it must change.
+    holding: bool,
     /// Settlements shaped on another thread, waiting for the next `expire` to take them in.
     shaped: Arc<Mutex<Vec<Shaped>>>,
     /// Settlements handed to another thread and not taken in yet: the process must stay up for them.
@@ -57,6 +59,7 @@ impl Engine {
             id: NEXT_ENGINE_ID.fetch_add(1, Ordering::Relaxed),
             wake: Arc::new(Mutex::new(wake)),
             watching: false,
+            holding: false,
             shaped: Arc::new(Mutex::new(Vec::new())),
             shaping: 0,
             slices: HashMap::new(),
@@ -272,7 +275,12 @@ impl Engine {
     /// nothing in Node's event loop); once none is, the engine must not keep Node alive.
     #[allow(deprecated)] // ref/unref of a tsfn: exactly napi_ref_threadsafe_function, which is what is meant
     fn keep_alive(&mut self, env: &Env) -> Result<()> {
-        if self.inner.deadlines().is_empty() && self.shaping == 0 {
+        let hold = !self.inner.deadlines().is_empty() || self.shaping > 0;
+        if hold == self.holding {
+            return Ok(());
+        }
+        self.holding = hold;
+        if !hold {
             return lock(&self.wake).unref(env);
         }
         if !self.watching {

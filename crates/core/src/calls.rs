@@ -1,6 +1,8 @@
 //! Intake: tool calls in any provider's shape, read into one form.
 
-use serde_json::{Map, Value};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
 
 /// The arguments exactly as the model sent them, before the parse station.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,50 +28,76 @@ pub struct IncomingCall {
 pub const UNSERIALIZABLE_KEY: &str = "__toolgateUnserializable";
 
 pub fn read_calls(json: &str) -> Result<Vec<IncomingCall>, String> {
-    let value: Value = serde_json::from_str(json).map_err(|e| format!("calls must be a JSON array: {e}"))?;
-    let Value::Array(items) = value else {
-        return Err("calls must be an array of tool calls".into());
-    };
+    let items: Vec<&RawValue> = serde_json::from_str(json).map_err(|e| match serde_json::from_str::<Value>(json) {
+        Ok(_) => "calls must be an array of tool calls".to_string(),
+        Err(_) => format!("calls must be a JSON array: {e}"),
+    })?;
     Ok(items.into_iter().map(read_call).collect())
 }
 
-fn read_call(item: Value) -> IncomingCall {
-    let Value::Object(mut obj) = item else {
-        return IncomingCall {
-            id: new_call_id(),
-            name: String::new(),
-            args: RawArgs::Missing,
-            unreadable: Some(format!("a tool call must be an object, got {}", type_name(&item))),
-        };
-    };
-    // Chat Completions nests name and arguments under `function`.
-    if let Some(Value::Object(function)) = obj.remove("function") {
-        for (k, v) in function {
-            obj.entry(k).or_insert(v);
-        }
-    }
-    let id = take_string(&mut obj, &["call_id", "toolCallId", "id"]).unwrap_or_else(new_call_id);
-    let name = take_string(&mut obj, &["name", "toolName"]).unwrap_or_default();
-    let unreadable = obj.remove(UNSERIALIZABLE_KEY).map(|v| match v {
-        Value::String(s) => s,
-        other => other.to_string(),
-    });
-    let args = ["arguments", "input", "args"]
-        .iter()
-        .find_map(|k| obj.remove(*k))
-        .map_or(RawArgs::Missing, |v| match v {
-            Value::String(s) => RawArgs::Text(s),
-            Value::Null => RawArgs::Missing,
-            other => RawArgs::Parsed(other),
-        });
-    IncomingCall { id, name, args, unreadable }
+/// The fields a call may carry in any provider's shape, read without building the whole object: this runs for
+/// every call, and a generic JSON value costs a map and a string per key.
+#[derive(Deserialize, Default)]
+struct WireCall<'a> {
+    #[serde(borrow)]
+    call_id: Option<&'a RawValue>,
+    #[serde(rename = "toolCallId", borrow)]
+    tool_call_id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    name: Option<&'a RawValue>,
+    #[serde(rename = "toolName", borrow)]
+    tool_name: Option<&'a RawValue>,
+    #[serde(borrow)]
+    arguments: Option<&'a RawValue>,
+    #[serde(borrow)]
+    input: Option<&'a RawValue>,
+    #[serde(borrow)]
+    args: Option<&'a RawValue>,
+    /// Chat Completions nests name and arguments here; the call's own fields come first.
+    #[serde(borrow)]
+    function: Option<&'a RawValue>,
+    #[serde(rename = "__toolgateUnserializable", borrow)]
+    unserializable: Option<&'a RawValue>,
 }
 
-fn take_string(obj: &mut Map<String, Value>, keys: &[&str]) -> Option<String> {
-    keys.iter().find_map(|k| match obj.get(*k) {
-        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
-        _ => None,
-    })
+fn read_call(item: &RawValue) -> IncomingCall {
+    let unreadable = |why: String| IncomingCall { id: new_call_id(), name: String::new(), args: RawArgs::Missing, unreadable: Some(why) };
+    if !item.get().starts_with('{') {
+        let value: Value = serde_json::from_str(item.get()).unwrap_or(Value::Null);
+        return unreadable(format!("a tool call must be an object, got {}", type_name(&value)));
+    }
+    let call: WireCall = match serde_json::from_str(item.get()) {
+        Ok(call) => call,
+        Err(e) => return unreadable(format!("a tool call could not be read ({e})")),
+    };
+    let function: WireCall = call.function.filter(|f| f.get().starts_with('{')).and_then(|f| serde_json::from_str(f.get()).ok()).unwrap_or_default();
+    let id = own_or_nested([call.call_id, call.tool_call_id, call.id], [function.call_id, function.tool_call_id, function.id]).into_iter().find_map(non_empty_string).unwrap_or_else(new_call_id);
+    let name = own_or_nested([call.name, call.tool_name, None], [function.name, function.tool_name, None]).into_iter().find_map(non_empty_string).unwrap_or_default();
+    let unreadable_why = call.unserializable.or(function.unserializable).map(|v| match serde_json::from_str::<Value>(v.get()) {
+        Ok(Value::String(s)) => s,
+        _ => v.get().to_string(),
+    });
+    let args = own_or_nested([call.arguments, call.input, call.args], [function.arguments, function.input, function.args])
+        .into_iter()
+        .flatten()
+        .next()
+        .map_or(RawArgs::Missing, |raw| match serde_json::from_str::<Value>(raw.get()) {
+            Ok(Value::String(s)) => RawArgs::Text(s),
+            Ok(Value::Null) | Err(_) => RawArgs::Missing,
+            Ok(other) => RawArgs::Parsed(other),
+        });
+    IncomingCall { id, name, args, unreadable: unreadable_why }
+}
+
+fn own_or_nested<'a>(own: [Option<&'a RawValue>; 3], nested: [Option<&'a RawValue>; 3]) -> [Option<&'a RawValue>; 3] {
+    [own[0].or(nested[0]), own[1].or(nested[1]), own[2].or(nested[2])]
+}
+
+fn non_empty_string(raw: Option<&RawValue>) -> Option<String> {
+    let raw = raw.filter(|r| r.get().starts_with('"'))?;
+    serde_json::from_str::<String>(raw.get()).ok().filter(|s| !s.is_empty())
 }
 
 pub fn new_call_id() -> String {

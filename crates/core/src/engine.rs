@@ -9,6 +9,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::ser::SerializeTuple;
 use serde::{Deserialize, Serialize, Serializer};
+use rustc_hash::FxHashMap;
 use serde_json::Value;
 
 use crate::cache::{self, Kept};
@@ -266,7 +267,7 @@ impl DedupMark {
 struct Turn {
     slots: Vec<Slot>,
     /// Validated arguments of calls that will run (kept for their retries).
-    args: HashMap<usize, Value>,
+    args: FxHashMap<usize, Value>,
     schedule: Schedule,
     open: usize,
     begun: Instant,
@@ -319,13 +320,13 @@ impl ToolCounters {
 pub struct Engine {
     options: EngineOptions,
     registry: Registry,
-    turns: HashMap<u32, Turn>,
-    runs: HashMap<u32, Run>,
+    turns: FxHashMap<u32, Turn>,
+    runs: FxHashMap<u32, Run>,
     /// Runs whose handlers returned while their value is still crossing from the host (see `hold`).
-    held: HashMap<u32, Run>,
+    held: FxHashMap<u32, Run>,
     deadlines: Deadlines<Alarm>,
     /// Running handlers per tool, for tools with their own `maxConcurrency`.
-    tool_running: HashMap<String, usize>,
+    tool_running: FxHashMap<String, usize>,
     /// Turns with a call held back by a tool's `maxConcurrency`: advanced when such a tool frees a place.
     held_back: BTreeSet<u32>,
     counters: BTreeMap<String, ToolCounters>,
@@ -336,7 +337,7 @@ pub struct Engine {
     /// The flight identical calls may join, by cache key (an invalidated flight is no longer listed).
     flights: HashMap<String, u32>,
     /// The calls waiting on each flight, by flight id, until the flight's call settles.
-    flight_waiters: HashMap<u32, Vec<(u32, usize)>>,
+    flight_waiters: FxHashMap<u32, Vec<(u32, usize)>>,
     next_flight: u32,
     rate_limit: Option<RateLimit>,
     shaper: Arc<Shaper>,
@@ -345,7 +346,7 @@ pub struct Engine {
     /// The executor's permission rules and mode, under every context's.
     permissions: Arc<Permissions>,
     /// Requests the host has not answered: ticket → (turn, call index, kind, answer deadline).
-    tickets: HashMap<u32, (u32, usize, HostKind, Instant)>,
+    tickets: FxHashMap<u32, (u32, usize, HostKind, Instant)>,
     next_ticket: u32,
     /// Requests made since the last step went out.
     outbox: Vec<HostRequest>,
@@ -388,25 +389,25 @@ impl Engine {
         Ok(Engine {
             rollbacks: lru::LruCache::new(sessions),
             permissions: Arc::new(permissions),
-            tickets: HashMap::new(),
+            tickets: FxHashMap::default(),
             next_ticket: 1,
             outbox: Vec::new(),
             remembered: lru::LruCache::new(std::num::NonZeroUsize::new(10_000).expect("positive")),
             shaper: Arc::new(shaper),
             store,
             flights: HashMap::new(),
-            flight_waiters: HashMap::new(),
+            flight_waiters: FxHashMap::default(),
             next_flight: 1,
             rate_limit,
             dirty: BTreeSet::new(),
             places_freed: false,
             options,
             registry: Registry::default(),
-            turns: HashMap::new(),
-            runs: HashMap::new(),
-            held: HashMap::new(),
+            turns: FxHashMap::default(),
+            runs: FxHashMap::default(),
+            held: FxHashMap::default(),
             deadlines: Deadlines::default(),
-            tool_running: HashMap::new(),
+            tool_running: FxHashMap::default(),
             held_back: BTreeSet::new(),
             counters: BTreeMap::new(),
             metrics: BTreeMap::new(),
@@ -463,7 +464,7 @@ impl Engine {
         self.next_turn = self.next_turn.wrapping_add(1).max(1);
         let begun_epoch_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, millis);
         let mut slots = Vec::with_capacity(calls.len());
-        let mut args = HashMap::new();
+        let mut args = FxHashMap::default();
         let mut runnable = Vec::new();
         // With stopOnError, a state-changing call refused here stops every call after it.
         let mut stopped_by: Option<(String, String)> = None;
@@ -594,15 +595,15 @@ impl Engine {
                 slot.marks.push(mark("repair", "applied"));
                 repairs.extend(more);
                 args = fixed;
+            } else {
+                // A repair that still fails: the original error stands (the parser's, for mended text).
+                match (parsed.parser_error, validate::validate(&tool, &args)) {
+                    (Some(error), _) => refuse(&mut slot, "parse", &name, ErrorKind::InvalidArguments, format!("Tool \"{name}\": {error}")),
+                    (None, Err(error)) => refuse(&mut slot, "validate", &name, ErrorKind::InvalidArguments, error),
+                    (None, Ok(())) => unreachable!("arguments the validator refused are invalid"),
+                }
+                return (slot, None);
             }
-        }
-        if let Err(error) = validate::validate(&tool, &args) {
-            // A repair that still fails: the original error stands (the parser's, for mended text).
-            match parsed.parser_error {
-                Some(error) => refuse(&mut slot, "parse", &name, ErrorKind::InvalidArguments, format!("Tool \"{name}\": {error}")),
-                None => refuse(&mut slot, "validate", &name, ErrorKind::InvalidArguments, error),
-            }
-            return (slot, None);
         }
         slot.repairs.extend(repairs.into_iter().map(|r| r.redacted(|v| self.shaper.redact_value(v))));
         slot.marks.push(mark("validate", "ok"));
@@ -1637,7 +1638,7 @@ impl Engine {
     /// The turn's results in input order, as JSON; the turn is forgotten.
     pub fn finish(&mut self, turn_id: u32) -> Result<String, String> {
         let results = self.take_results(turn_id)?;
-        Ok(serde_json::to_string(&results).expect("results serialize"))
+        Ok(crate::result::results_to_wire(&results))
     }
 
     pub fn take_results(&mut self, turn_id: u32) -> Result<Vec<ToolResult>, String> {

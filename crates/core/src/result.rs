@@ -55,7 +55,12 @@ pub struct StationMark {
 
 impl Serialize for StationMark {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&format_args!("{}:{}", self.station, self.outcome))
+        // Joined by hand: the formatting machinery costs more than the rest of a result's serialization.
+        let mut text = String::with_capacity(self.station.len() + 1 + self.outcome.len());
+        text.push_str(self.station);
+        text.push(':');
+        text.push_str(self.outcome);
+        s.serialize_str(&text)
     }
 }
 
@@ -232,4 +237,130 @@ impl ToolResult {
 /// The text a model reads for a failed call; `forLlm` in JS builds the same string.
 pub fn failure_output(kind: ErrorKind, error: &str) -> String {
     format!("Error ({}): {}", kind.as_str(), error)
+}
+
+/// Flags of a result in its wire form (see `results_to_wire`).
+const SUCCESS: u8 = 1;
+const RETRYABLE: u8 = 2;
+const CACHED: u8 = 4;
+const TRUNCATED: u8 = 8;
+const STRUCTURED: u8 = 16;
+
+impl ToolResult {
+    /// True when the result carries only the fields most results have, so it can cross as a plain array.
+    fn is_plain(&self) -> bool {
+        // Destructured in full so that a new field must be placed here: on the plain path or off it.
+        let ToolResult { call_id: _, name: _, success, output: _, error, error_kind, retryable: _, retry_after_ms, latency_ms: _, attempts: _, cached: _, truncated: _, rollback, metadata } = self;
+        let Metadata {
+            stderr,
+            exit_code,
+            structured: _,
+            error_name,
+            error_code,
+            stack,
+            original_chars,
+            artifact_path,
+            redactions: _,
+            binary,
+            images,
+            permission,
+            repairs,
+            rollback_suppressed,
+            output_is_structured: _,
+            attempt_errors,
+            shared_flight,
+            repeats,
+            reused,
+            stages: _,
+            started_at: _,
+            queued_ms: _,
+            timings,
+            starts,
+        } = metadata;
+        *success
+            && error.is_none()
+            && error_kind.is_none()
+            && retry_after_ms.is_none()
+            && rollback.is_none()
+            && stderr.is_none()
+            && exit_code.is_none()
+            && error_name.is_none()
+            && error_code.is_none()
+            && stack.is_none()
+            && original_chars.is_none()
+            && artifact_path.is_none()
+            && binary.is_none()
+            && images.is_empty()
+            && permission.is_none()
+            && repairs.is_empty()
+            && !rollback_suppressed
+            && attempt_errors.is_empty()
+            && !shared_flight
+            && repeats.is_none()
+            && !reused
+            && timings.is_none()
+            && starts.is_none()
+    }
+}
+
+/// A turn's results as the JS layer reads them. A plain success crosses as an array,
+/// `[callId, name, flags, output, latencyMs, attempts, stages, startedAt, queuedMs, structured, redactions]`
+/// (absent values as null), because V8 parses arrays of values several times faster than objects with keys and
+/// the JS layer builds the object itself; any other result crosses as its full object.
+pub fn results_to_wire(results: &[ToolResult]) -> String {
+    let mut out = Vec::with_capacity(results.len() * 160);
+    out.push(b'[');
+    for (i, r) in results.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        if !r.is_plain() {
+            serde_json::to_writer(&mut out, r).expect("a result serializes");
+            continue;
+        }
+        let m = &r.metadata;
+        let flags = [(r.success, SUCCESS), (r.retryable, RETRYABLE), (r.cached, CACHED), (r.truncated, TRUNCATED), (m.structured.is_some(), STRUCTURED)]
+            .iter()
+            .fold(0, |acc, &(on, bit)| if on { acc | bit } else { acc });
+        let row = (&r.call_id, &r.name, flags, &r.output, r.latency_ms, r.attempts, &m.stages, m.started_at, m.queued_ms, &m.structured, &m.redactions);
+        serde_json::to_writer(&mut out, &row).expect("a result serializes");
+    }
+    out.push(b']');
+    String::from_utf8(out).expect("serde_json writes UTF-8")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain() -> ToolResult {
+        let mut r = ToolResult::success("c1".into(), "inc".into(), "2".into());
+        r.latency_ms = 0.5;
+        r.attempts = 1;
+        r.metadata.structured = Some(serde_json::json!(2));
+        r.metadata.started_at = 1.0e12;
+        r.metadata.queued_ms = Some(0.0);
+        r
+    }
+
+    #[test]
+    fn a_plain_success_crosses_as_an_array_of_its_values() {
+        let wire: Value = serde_json::from_str(&results_to_wire(&[plain()])).unwrap();
+        assert_eq!(wire, serde_json::json!([["c1", "inc", SUCCESS | STRUCTURED, "2", 0.5, 1, [], 1.0e12, 0.0, 2, null]]));
+    }
+
+    #[test]
+    fn every_other_result_crosses_as_its_whole_object() {
+        let mut failure = ToolResult::failure("c2".into(), "inc".into(), ErrorKind::Timeout, "too slow".into(), true);
+        failure.metadata.started_at = 1.0;
+        let mut spilled = plain();
+        spilled.metadata.artifact_path = Some("/tmp/a".into());
+        let mut traced = plain();
+        traced.metadata.timings = Some(vec![0.1]);
+        let results = [failure, spilled, traced];
+        let wire: Vec<Value> = serde_json::from_str(&results_to_wire(&results)).unwrap();
+        for (crossed, result) in wire.iter().zip(&results) {
+            assert_eq!(crossed, &serde_json::to_value(result).unwrap());
+        }
+    }
 }
