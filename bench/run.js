@@ -1,0 +1,213 @@
+'use strict'
+// `npm run bench`: runs every scenario of the suite in its own process and writes the suite's part of
+// bench/RESULTS.md (the sections after it are run by hand and kept as they are).
+// BENCH_SAMPLES, BENCH_CALLS, BENCH_HUNG and BENCH_MEMORY_CALLS shorten a run when trying things out.
+
+const { execFileSync } = require('node:child_process')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+
+const RESULTS = path.join(__dirname, 'RESULTS.md')
+const BEGIN = '<!-- suite: written by `npm run bench` -->'
+const END = '<!-- end of suite: what follows is run by hand -->'
+
+function scenario(file, ...args) {
+  process.stderr.write(`bench: ${file} ${args.join(' ')}\n`)
+  const out = execFileSync(process.execPath, ['--expose-gc', path.join(__dirname, 'scenarios', file), ...args], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    maxBuffer: 64 * 2 ** 20,
+  })
+  return JSON.parse(out.trim().split('\n').pop())
+}
+
+// ── Formatting ────────────────────────────────────────────────────────────────────────────────────────────────────
+
+const num = (x) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2))
+const cell = (s) => `${num(s.median)} (${num(s.spread[0])}–${num(s.spread[1])})`
+
+/** The median of the per-sample ratios a/b: samples were taken in pairs, side by side. */
+function ratio(a, b) {
+  const rs = a.values.map((x, i) => x / b.values[i]).sort((x, y) => x - y)
+  return rs[Math.floor(rs.length / 2)]
+}
+
+const LABELS = {
+  floor: 'floor: handlers called directly',
+  reference: 'pure-JS reference pipeline',
+  aisdk: 'AI SDK 5 `generateText`, mock model',
+  toolgate: 'toolgate',
+}
+
+function figuresTable(byContender) {
+  const rows = ['| contender | wall µs/call | JS-thread CPU µs/call | process CPU µs/call | event-loop lag max ms | RSS MB |', '|---|---|---|---|---|---|']
+  for (const [name, f] of Object.entries(byContender)) {
+    rows.push(`| ${LABELS[name]} | ${cell(f.wall)} | ${cell(f.thread)} | ${cell(f.process)} | ${cell(f.lagMax)} | ${num(f.rss.median)} |`)
+  }
+  return rows.join('\n')
+}
+
+function versionOf(pkg) {
+  try {
+    return require(`${pkg}/package.json`).version
+  } catch {
+    // Packages whose exports hide package.json: read it from where node_modules keeps it.
+    return JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'node_modules', pkg, 'package.json'), 'utf8')).version
+  }
+}
+
+function run(command) {
+  try {
+    return execFileSync(command[0], command.slice(1), { encoding: 'utf8' }).trim()
+  } catch {
+    return 'unknown'
+  }
+}
+
+// ── The run ───────────────────────────────────────────────────────────────────────────────────────────────────────
+
+function main() {
+  const throughput = scenario('throughput.js')
+  const large = scenario('large.js')
+  const deadline = scenario('deadline.js')
+  const memory = Object.fromEntries(['floor', 'reference', 'toolgate'].map((c) => [c, scenario('memory.js', c)]))
+
+  const targets = []
+  const target = (what, measured, goal, met) => targets.push(`| ${what} | ${measured} | ${goal} | ${met ? 'met' : '**missed**'} |`)
+  for (const batch of [16, 256, 4096]) {
+    const t = throughput.trivial[batch]
+    const r = ratio(t.toolgate.thread, t.reference.thread)
+    target(`JS-thread CPU per call, trivial calls, batch ${batch}`, `${r.toFixed(2)}×`, '≤ 1.0×', r <= 1.0)
+  }
+  {
+    const t = throughput.realistic
+    const r = ratio(t.toolgate.thread, t.reference.thread)
+    target('JS-thread CPU per call, realistic calls (2 KB, redaction, cache misses)', `${r.toFixed(2)}×`, '≤ 0.7×', r <= 0.7)
+  }
+  {
+    const t = throughput.trivial[1]
+    const r = ratio(t.toolgate.wall, t.reference.wall)
+    target('latency of a single call (batch of 1, wall)', `${r.toFixed(2)}×`, '≤ 2×', r <= 2)
+  }
+  {
+    const t = throughput.cacheHits
+    const r = ratio(t.toolgate.thread, t.reference.thread)
+    target('JS-thread CPU per cache hit', `${r.toFixed(2)}×`, '≤ 1.0×', r <= 1.0)
+  }
+  {
+    const r = ratio(large.toolgate.total, large.reference.total)
+    target('a 10 MB output shaped: total time', `${r.toFixed(2)}×`, '≤ 1.0×', r <= 1.0)
+    const stall = large.toolgate.stall.median
+    target('a 10 MB output shaped: longest event-loop stall', `${num(stall)} ms`, '< 10 ms', stall < 10)
+  }
+  {
+    const m = memory.toolgate
+    const growth = m.end.rss - m.start.rss
+    target('RSS growth over 1,000,000 calls', `${growth.toFixed(1)} MB`, '< 20 MB', growth < 20)
+    const leaked = m.resourcesAfter - m.resourcesBefore + m.inFlightAfter
+    target('handles and calls left behind after 1,000,000 calls', String(leaked), '0', leaked <= 0)
+  }
+
+  const samples = throughput.trivial[1].toolgate.wall.values.length
+  const cpu = os.cpus()[0]?.model ?? 'unknown CPU'
+  const lines = [
+    BEGIN,
+    '',
+    '## The suite',
+    '',
+    `Run on ${new Date().toISOString().slice(0, 10)}: ${os.cpus().length} × ${cpu}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()};`,
+    `Node ${process.version}; ${run(['rustc', '--version'])}; toolgate ${versionOf('..')} at ${run(['git', '-C', path.join(__dirname, '..'), 'rev-parse', '--short', 'HEAD'])} (release build);`,
+    `ajv ${versionOf('ajv')}, lru-cache ${versionOf('lru-cache')}, p-limit ${versionOf('p-limit')}, ai ${versionOf('ai')}, zod ${versionOf('zod')}.`,
+    '',
+    '**Method.** Every scenario runs in its own process (`node --expose-gc`). Within it the contenders run',
+    `interleaved, sample by sample (${samples} samples each, after a warm-up; a garbage collection before each sample), so that`,
+    'their ratios hold on a noisy machine; cells are the median and, in brackets, the 10th–90th percentile of the',
+    'samples. Ratios are the median of the per-sample ratios. A sample is a run of turns back to back, yielding to the',
+    'event loop between turns as a server does between requests. *JS-thread CPU* is the CPU time of the thread that',
+    'runs JavaScript (`/proc/thread-self/schedstat`): what a Node server pays on its one busy thread. *Process CPU*',
+    "adds every thread's (tokio's, the garbage collector's helpers). *Event-loop lag* is the longest delay",
+    '`monitorEventLoopDelay` saw during the sample.',
+    '',
+    '**Contenders.** The *floor* parses the arguments and calls the handlers with `Promise.all`: no validation, no',
+    'deadline, no result shaping. The *pure-JS reference pipeline* (`bench/contenders/reference.js`) does what toolgate',
+    'does, by hand, with the usual libraries: ajv validation compiled once per tool, an lru-cache keyed by the canonical',
+    'arguments, a token bucket, p-limit scheduling, a deadline per call (`setTimeout` + `Promise.race`, the',
+    "AbortController made only when a handler reads its signal), retries, the same normalization, the same redaction rules as one combined `RegExp`, truncation",
+    'with a spill file, and the same result objects. The *AI SDK* runs `generateText` with its mock model returning the',
+    "turn's calls in one step and its own tool execution (zod validation, no deadline, no redaction, no cache).",
+    '',
+    '### Targets: toolgate against the reference, in the same run',
+    '',
+    '| target | measured | goal | |',
+    '|---|---|---|---|',
+    ...targets,
+    '',
+    '### Trivial calls',
+    '',
+    'Each call is an OpenAI Responses `function_call` whose JSON arguments `{"n": i}` are checked against a schema',
+    '(`n` required, an integer); the handler is `async ({ n }) => n + 1`, read-only, so a batch runs concurrently.',
+    '',
+  ]
+  for (const [batch, byContender] of Object.entries(throughput.trivial)) {
+    lines.push(`Batch of ${batch}:`, '', figuresTable(byContender), '')
+  }
+  lines.push(
+    '### Realistic calls',
+    '',
+    'Turns of 16 calls to a read-only, cached tool; each call asks for a page no call asked for before (a cache miss),',
+    'and the handler returns 2 KB of text (prose, JSON, paths), one page in four with a live-looking GitHub token.',
+    '',
+    figuresTable(throughput.realistic),
+    '',
+    '### Cache hits',
+    '',
+    'The same tool; turns of 16 calls whose 16 results are already cached. (The AI SDK has no cache; the floor calls the',
+    'handler.)',
+    '',
+    figuresTable(throughput.cacheHits),
+    '',
+    `### A ${(large.bytes / 2 ** 20).toFixed(1)} MiB output`,
+    '',
+    `One call whose handler returns ${(large.bytes / 2 ** 20).toFixed(1)} MiB of logs, JSON and UTF-8 prose with ${large.secrets} secrets; redacted, cut to a`,
+    '2,000-character preview and saved whole to a file. Total is from `execute` to the result in hand.',
+    '',
+    '| contender | total ms | longest event-loop stall ms | JS-thread CPU ms |',
+    '|---|---|---|---|',
+    ...['toolgate', 'reference'].map((n) => `| ${LABELS[n]} | ${cell(large[n].total)} | ${cell(large[n].stall)} | ${cell(large[n].thread)} |`),
+    '',
+    "### A hung handler's deadline",
+    '',
+    `${deadline.hung} calls to a handler that never settles and ignores its signal, each with a ${deadline.limitMs} ms limit,`,
+    `${deadline.inFlight} in flight at random offsets, while turns of 16 small calls run back to back through the same contender.`,
+    'The overshoot is from the call to its `timeout` result, less the limit.',
+    '',
+    '| contender | p50 overshoot ms | p90 | p99 | max | background calls meanwhile |',
+    '|---|---|---|---|---|---|',
+    ...[['toolgate', 'toolgate (tokio deadline, wakes JS)'], ['reference', LABELS.reference], ['race', 'bare `Promise.race` + `setTimeout`']].map(
+      ([n, label]) => `| ${label} | ${num(deadline[n].p50)} | ${num(deadline[n].p90)} | ${num(deadline[n].p99)} | ${num(deadline[n].max)} | ${deadline[n].background} |`,
+    ),
+    '',
+    '### 1,000,000 calls',
+    '',
+    'Trivial calls in turns of 16, fresh call objects every turn, one process per contender after a 20,000-call',
+    'warm-up. Memory after two forced garbage collections; RSS checked every 100,000 calls.',
+    '',
+    '| contender | seconds | RSS start → end MB | peak RSS MB | JS heap start → end MB | handles before → after | calls left running |',
+    '|---|---|---|---|---|---|---|',
+    ...Object.values(memory).map(
+      (m) =>
+        `| ${LABELS[m.contender]} | ${num(m.seconds)} | ${num(m.start.rss)} → ${num(m.end.rss)} | ${num(m.peakRss)} | ${num(m.start.heap)} → ${num(m.end.heap)} | ${m.resourcesBefore} → ${m.resourcesAfter} | ${m.inFlightAfter} |`,
+    ),
+    '',
+    END,
+  )
+
+  const old = fs.existsSync(RESULTS) ? fs.readFileSync(RESULTS, 'utf8') : '# Benchmark results\n'
+  const head = old.includes(BEGIN) ? old.slice(0, old.indexOf(BEGIN)) : `${old.split('\n')[0]}\n\n`
+  const tail = old.includes(END) ? old.slice(old.indexOf(END) + END.length) : `\n${old.split('\n').slice(1).join('\n')}`
+  fs.writeFileSync(RESULTS, `${head}${lines.join('\n')}${tail}`)
+  console.log(targets.join('\n'))
+}
+
+main()

@@ -1,0 +1,95 @@
+'use strict'
+// Turns of calls back to back: trivial calls at several batch sizes, realistic calls (2 KB outputs, redaction,
+// cache misses) and cache hits. Prints one JSON line: the figures per scenario and contender.
+
+const { z } = require('zod')
+const { compare, contenders, functionCalls } = require('../lib')
+
+const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 9)
+const CALLS_PER_SAMPLE = Number(process.env.BENCH_CALLS ?? 8192)
+
+const inc = {
+  name: 'inc',
+  description: 'Adds one to n.',
+  parameters: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'], additionalProperties: false },
+  zodSchema: z.object({ n: z.number().int() }).strict(),
+  readOnly: true,
+  handler: async ({ n }) => n + 1,
+}
+
+// 2 KB pages of a fetched document: prose, a JSON fragment and paths; one page in four carries a live-looking
+// secret, so that redaction has work to do as well as text to scan.
+const PAGES = Array.from({ length: 64 }, (_, p) => page(p))
+function page(p) {
+  const lines = [`# Page ${p} of the deployment guide`]
+  if (p % 4 === 0) lines.push(`export GITHUB_TOKEN=ghp_${'Zq4R8sT2vW6xY1bN3mK5pL7jH9gF0dC2aE4'.slice(0, 35)}${p % 10}`)
+  for (let i = 0; lines.join('\n').length < 2000; i++) {
+    lines.push(
+      i % 3 === 0
+        ? `Step ${i}: run the migration in /srv/app/releases/${p}/db and check the logs for errors before you continue.`
+        : i % 3 === 1
+          ? `{"step":${i},"service":"api-${p}","replicas":${(i % 5) + 1},"healthy":true,"region":"eu-west-1"}`
+          : `The service answers on port 80${i % 10}; requests over 30 s are cut, and a retry waits 2 s (id ${p}-${i}).`,
+    )
+  }
+  return lines.join('\n').slice(0, 2048)
+}
+
+const readPage = {
+  name: 'read_page',
+  description: 'Reads one page of a document.',
+  parameters: {
+    type: 'object',
+    properties: { doc: { type: 'string' }, page: { type: 'integer', minimum: 0 } },
+    required: ['doc', 'page'],
+    additionalProperties: false,
+  },
+  zodSchema: z.object({ doc: z.string(), page: z.number().int().min(0) }).strict(),
+  readOnly: true,
+  idempotent: true,
+  cache: { ttlMs: 600_000 },
+  handler: async ({ page: p }) => PAGES[p % PAGES.length],
+}
+
+/** A sample's turns: `calls` calls in turns of `batch`, each built by `argsAt(index)`. */
+function turnsOf(name, batch, argsAt) {
+  const count = Math.max(1, Math.floor(CALLS_PER_SAMPLE / batch))
+  return Array.from({ length: count }, (_, t) => functionCalls(name, Array.from({ length: batch }, (_, i) => argsAt(t * batch + i))))
+}
+
+async function trivial() {
+  const list = await contenders([inc])
+  const out = {}
+  for (const batch of [1, 16, 256, 4096]) {
+    out[batch] = await compare(list, () => turnsOf('inc', batch, (i) => ({ n: i })), SAMPLES)
+  }
+  await Promise.all(list.map((c) => c.close()))
+  return out
+}
+
+async function realistic() {
+  const list = await contenders([readPage])
+  let next = 0 // every call asks for a page no call asked before: each one is a cache miss
+  const out = await compare(list, () => turnsOf('read_page', 16, () => ({ doc: `guide-${next}`, page: next++ })), SAMPLES)
+  await Promise.all(list.map((c) => c.close()))
+  return out
+}
+
+async function cacheHits() {
+  const list = (await contenders([readPage], { aiSdk: false }))
+  const turns = () => turnsOf('read_page', 16, (i) => ({ doc: 'guide', page: i % 16 }))
+  for (const c of list) await c.execute(turns()[0]) // the 16 pages every later call asks for are now cached
+  const out = await compare(list, turns, SAMPLES)
+  await Promise.all(list.map((c) => c.close()))
+  return out
+}
+
+async function main() {
+  const result = { trivial: await trivial(), realistic: await realistic(), cacheHits: await cacheHits() }
+  console.log(JSON.stringify(result))
+}
+
+main().catch((err) => {
+  console.error(err)
+  process.exit(1)
+})
