@@ -54,6 +54,7 @@ export declare class Engine {
   expire(): string
   /** `unstarted`: runs handed out whose handlers JS had not started when the turn's signal fired. */
   cancel(turn: number, reason: string, unstarted: Array<number>): string
-  finish(turn: number): string
+  /** The turn's results: a JSON array, then the outputs of its plain successes (see `results_to_wire`). */
+  finish(turn: number): Array<string>
   get running(): number
 }

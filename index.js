@@ -277,7 +277,8 @@ class ToolExecutor {
       return Promise.reject(err)
     }
     return new Promise((resolve) => {
-      const turn = { id: step.turn, resolve, context, signal, onProgress, onAbort: null, abortReason: undefined, calls, span: undefined }
+      // `sent`: the text each call's handler settled with, which the engine does not send back when it is the output.
+      const turn = { id: step.turn, resolve, context, signal, onProgress, onAbort: null, abortReason: undefined, calls, span: undefined, sent: [] }
       const otel = this.#observers?.otel
       if (otel) turn.span = observe.startTurnSpan(otel, this.#observers.tracer, calls.length)
       if (signal && !signal.aborted) {
@@ -338,11 +339,11 @@ class ToolExecutor {
     return runs
   }
 
-  #start([run, turnId, callId, name, args, attempt]) {
+  #start([run, turnId, callId, name, args, attempt, index]) {
     // A handler earlier in this step may have aborted the turn: the engine answered this run as not started.
     if (!this.#notStarted.delete(run)) return
     const turn = this.#turns.get(turnId)
-    const call = new RunningCall(turn, callId, name, attempt, args)
+    const call = new RunningCall(turn, callId, name, attempt, args, index)
     this.#runs.set(run, call)
     call.judge = this.#judges.get(name)
     const handler = this.#handlers.get(name)
@@ -379,8 +380,9 @@ class ToolExecutor {
       // A getter or toJSON that throws while being read: the call fails, the turn goes on.
       [kind, payload] = ['unrepresentable', `reading it threw (${err?.message ?? String(err)})`]
     }
-    if (typeof payload !== 'string') this.#apply(this.#engine.completeBytes(run, kind, payload))
-    else if (payload.length < LARGE_CHARS) this.#apply(this.#engine.complete(run, kind, payload))
+    if (typeof payload !== 'string') return this.#apply(this.#engine.completeBytes(run, kind, payload))
+    call.turn.sent[call.index] = payload
+    if (payload.length < LARGE_CHARS) this.#apply(this.#engine.complete(run, kind, payload))
     else this.#sendInSlices(run, kind, payload, 0)
   }
 
@@ -452,7 +454,7 @@ class ToolExecutor {
     this.#turns.delete(turnId)
     if (this.#turns.size === 0) live.delete(this.#engine.id)
     if (turn.onAbort) turn.signal.removeEventListener('abort', turn.onAbort)
-    const results = readResults(this.#engine.finish(turnId))
+    const results = readResults(this.#engine.finish(turnId), turn.sent)
     if (this.#observers) {
       try {
         this.#report(turn, results)
@@ -493,8 +495,9 @@ class ToolExecutor {
 /** A handler in flight. Its AbortController is made only when the handler reads `ctx.signal`: most never do,
  * and making one costs more than the rest of a trivial call's bookkeeping in JS. */
 class RunningCall {
-  constructor(turn, callId, toolName, attempt, args) {
+  constructor(turn, callId, toolName, attempt, args, index) {
     this.turn = turn
+    this.index = index
     this.callId = callId
     this.toolName = toolName
     this.attempt = attempt
@@ -717,15 +720,20 @@ function policyJson(context) {
   return JSON.stringify(policy)
 }
 
-/** A turn's results from the engine's wire form: a plain success comes as an array of its values (see
- * `results_to_wire` in the engine), built here into the same object, key for key; any other result as its object. */
-function readResults(wire) {
-  const rows = JSON.parse(wire)
-  for (let i = 0; i < rows.length; i++) if (Array.isArray(rows[i])) rows[i] = plainResult(rows[i])
+/** A turn's results from the engine's wire form (see `results_to_wire` in the engine): a JSON array in which a
+ * plain success is an array of its values, built here into the same object key for key, followed by the outputs of
+ * those plain successes, in order, as strings of their own. Any other result is its object. */
+function readResults(wire, sent) {
+  const rows = JSON.parse(wire[0])
+  let output = 1
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]
+    if (Array.isArray(row)) rows[i] = plainResult(row, row[2] & 32 ? sent[i] : wire[output++])
+  }
   return rows
 }
 
-function plainResult([callId, name, flags, output, latencyMs, attempts, stages, startedAt, queuedMs, structured, redactions]) {
+function plainResult([callId, name, flags, latencyMs, attempts, stages, startedAt, queuedMs, structured, redactions], output) {
   const metadata = {}
   if (flags & 16) metadata.structured = structured
   if (redactions !== null) metadata.redactions = redactions

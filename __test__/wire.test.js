@@ -3,7 +3,7 @@
 // the same object, key for key and in the same order, as any other result.
 const { describe, it } = require('node:test')
 const assert = require('node:assert/strict')
-const { ToolExecutor } = require('..')
+const { ToolExecutor, RetryableError } = require('..')
 
 const schema = { type: 'object', properties: { n: { type: 'integer' } } }
 
@@ -55,5 +55,30 @@ describe('results as the caller sees them', () => {
     assert.equal(r.errorKind, 'handler_error')
     assert.match(r.error, /boom/)
     assert.deepEqual(Object.keys(r).slice(0, 6), ['callId', 'name', 'success', 'output', 'error', 'errorKind'])
+  })
+
+  it('an output that is not the text its own handler sent crosses whole: shared, retried, fenced', async () => {
+    const gate = new ToolExecutor()
+    let runs = 0
+    gate.register({ name: 'page', readOnly: true, idempotent: true, cache: { ttlMs: 60_000 }, parameters: schema, handler: async ({ n }) => `page ${n} (run ${++runs})` })
+    let attempts = 0
+    gate.register({
+      name: 'flaky', readOnly: true, parameters: schema, retry: { initialDelayMs: 1 },
+      handler: async () => {
+        if (++attempts === 1) throw new RetryableError('try again')
+        return 'second attempt'
+      },
+    })
+    gate.register({ name: 'web', readOnly: true, untrusted: true, parameters: schema, handler: async () => 'a page' })
+    const call = (id, name, n) => ({ type: 'function_call', call_id: id, name, arguments: JSON.stringify({ n }) })
+    const [a, b, flaky, web] = await gate.execute([call('a', 'page', 1), call('b', 'page', 1), call('f', 'flaky', 0), call('w', 'web', 0)])
+    assert.equal(runs, 1, 'the identical call shared the first one\'s run')
+    assert.equal(a.output, 'page 1 (run 1)')
+    assert.equal(b.output, 'page 1 (run 1)')
+    assert.equal(b.metadata.sharedFlight, true)
+    assert.equal(flaky.output, 'second attempt')
+    assert.equal(flaky.attempts, 2)
+    assert.match(web.output, /a page/)
+    assert.notEqual(web.output, 'a page', 'an untrusted output is fenced')
   })
 })

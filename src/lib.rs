@@ -256,8 +256,9 @@ impl Engine {
         self.reply(&env, step)
     }
 
+    /// The turn's results: a JSON array, then the outputs of its plain successes (see `results_to_wire`).
     #[napi]
-    pub fn finish(&mut self, turn: u32) -> Result<String> {
+    pub fn finish(&mut self, turn: u32) -> Result<Vec<String>> {
         self.inner.finish(turn).map_err(fail)
     }
 

@@ -11,10 +11,13 @@ use crate::result::{Image, ToolResult};
 /// Separates the parts of a key; never appears in a tool name and is escaped in JSON text.
 pub const SEP: char = '\u{1}';
 
-/// The part of a successful result worth keeping: what the model read and what the program gets with it.
+/// The part of a successful result worth keeping: what the model read and what the program gets with it. Kept as
+/// text (a store may be shared between processes): the rest of the fields as one JSON line, then the output as it
+/// is. Outputs are most of an entry, and escaping them into JSON and back cost more than the rest of a cache hit.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Kept {
+    #[serde(skip)]
     pub output: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured: Option<Value>,
@@ -39,7 +42,7 @@ pub struct Kept {
 impl Kept {
     pub fn of(result: &ToolResult) -> String {
         let kept = Kept {
-            output: result.output.clone(),
+            output: String::new(),
             structured: result.metadata.structured.clone(),
             stderr: result.metadata.stderr.clone(),
             exit_code: result.metadata.exit_code.clone(),
@@ -50,13 +53,19 @@ impl Kept {
             images: result.metadata.images.clone(),
             rollback: result.rollback.clone(),
         };
-        serde_json::to_string(&kept).expect("kept output serializes")
+        // JSON text holds no raw newline, so the first one ends it.
+        let mut text = serde_json::to_string(&kept).expect("kept fields serialize");
+        text.reserve(1 + result.output.len());
+        text.push('\n');
+        text.push_str(&result.output);
+        text
     }
 
     /// The kept output as a fresh successful result for another call.
     pub fn revive(text: &str, call_id: String, name: String) -> Option<ToolResult> {
-        let kept: Kept = serde_json::from_str(text).ok()?;
-        let mut result = ToolResult::success(call_id, name, kept.output);
+        let (fields, output) = text.split_once('\n')?;
+        let kept: Kept = serde_json::from_str(fields).ok()?;
+        let mut result = ToolResult::success(call_id, name, output.to_string());
         result.truncated = kept.truncated;
         result.metadata.structured = kept.structured;
         result.metadata.stderr = kept.stderr;
@@ -156,6 +165,20 @@ mod tests {
         assert!(k.starts_with(&args_prefix("search", &args)) && k.starts_with(&tool_prefix("search")));
         assert_ne!(k, key("search", &args, Some("tenant-b")));
         assert!(!key("searchx", &args, None).starts_with(&tool_prefix("search")));
+    }
+
+    #[test]
+    fn a_kept_result_revives_whole_whatever_its_output_holds() {
+        let mut result = ToolResult::success("c1".into(), "read".into(), "line one\n{\"json\": true}\n\u{1}\"quoted\" ☕\n".into());
+        result.truncated = true;
+        result.metadata.structured = Some(json!({"a": "b\nc"}));
+        result.metadata.artifact_path = Some("/tmp/x".into());
+        let revived = Kept::revive(&Kept::of(&result), "c2".into(), "read".into()).unwrap();
+        assert_eq!((revived.call_id.as_str(), revived.output.as_str()), ("c2", result.output.as_str()));
+        assert!(revived.truncated);
+        assert_eq!(revived.metadata.structured, result.metadata.structured);
+        assert_eq!(revived.metadata.artifact_path, result.metadata.artifact_path);
+        assert!(Kept::revive("not kept", "c3".into(), "read".into()).is_none());
     }
 
     #[test]

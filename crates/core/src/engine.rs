@@ -39,17 +39,20 @@ pub struct Start {
     pub name: String,
     pub args: Value,
     pub attempt: u32,
+    /// The call's place in its turn.
+    pub index: usize,
 }
 
 impl Serialize for Start {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut t = s.serialize_tuple(6)?;
+        let mut t = s.serialize_tuple(7)?;
         t.serialize_element(&self.run)?;
         t.serialize_element(&self.turn)?;
         t.serialize_element(&self.call_id)?;
         t.serialize_element(&self.name)?;
         t.serialize_element(&self.args)?;
         t.serialize_element(&self.attempt)?;
+        t.serialize_element(&self.index)?;
         t.end()
     }
 }
@@ -1089,6 +1092,7 @@ impl Engine {
             name: tool.spec.name.clone(),
             args: turn.args.get(&index).cloned().unwrap_or(Value::Null),
             attempt: slot.attempts,
+            index,
         });
     }
 
@@ -1572,6 +1576,7 @@ impl Engine {
                 let name = slot.tool.as_ref().expect("a waiter has a tool").spec.name.clone();
                 let mut copy = result.clone();
                 copy.call_id = slot.id.clone();
+                copy.metadata.sent = None; // this call's handler sent nothing
                 copy.metadata.shared_flight = true;
                 copy.metadata.attempt_errors.clear();
                 slot.joined = None;
@@ -1636,9 +1641,9 @@ impl Engine {
     }
 
     /// The turn's results in input order, as JSON; the turn is forgotten.
-    pub fn finish(&mut self, turn_id: u32) -> Result<String, String> {
+    pub fn finish(&mut self, turn_id: u32) -> Result<Vec<String>, String> {
         let results = self.take_results(turn_id)?;
-        Ok(crate::result::results_to_wire(&results))
+        Ok(crate::result::results_to_wire(results))
     }
 
     pub fn take_results(&mut self, turn_id: u32) -> Result<Vec<ToolResult>, String> {
@@ -1693,6 +1698,11 @@ impl Shaping {
             Outcome::Binary(bytes) => Some(std::mem::take(bytes)),
             _ => None,
         };
+        // Kept only when short enough that no cut can change it: the copy is cheap, a crossing back is not.
+        let sent = match &self.outcome {
+            Outcome::Text(text) | Outcome::Json(text) if text.len() <= self.tool.max_output_chars => Some(text.clone()),
+            _ => None,
+        };
         let mut result = match &bytes {
             Some(bytes) => normalize::binary(self.call_id.clone(), name, bytes),
             None => normalize(self.call_id.clone(), name, self.outcome),
@@ -1719,6 +1729,7 @@ impl Shaping {
         if self.tool.spec.untrusted && result.success {
             result.output = shape::fence(&self.tool.spec.name, &result.output);
         }
+        result.metadata.sent = sent;
         Shaped { turn: self.turn, index: self.index, result, marks }
     }
 }

@@ -132,6 +132,10 @@ pub struct Metadata {
     /// With tracing on: when each attempt's handler started, in ms since the turn began.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub starts: Option<Vec<f64>>,
+    /// The text this call's own handler settled with, when it was short enough to be the output unchanged: the
+    /// host still holds that text, so an output equal to it need not cross back.
+    #[serde(skip)]
+    pub sent: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -245,6 +249,8 @@ const RETRYABLE: u8 = 2;
 const CACHED: u8 = 4;
 const TRUNCATED: u8 = 8;
 const STRUCTURED: u8 = 16;
+/// The output is the text the host sent for the call: it does not cross again.
+const AS_SENT: u8 = 32;
 
 impl ToolResult {
     /// True when the result carries only the fields most results have, so it can cross as a plain array.
@@ -276,6 +282,7 @@ impl ToolResult {
             queued_ms: _,
             timings,
             starts,
+            sent: _,
         } = metadata;
         *success
             && error.is_none()
@@ -303,30 +310,45 @@ impl ToolResult {
     }
 }
 
-/// A turn's results as the JS layer reads them. A plain success crosses as an array,
-/// `[callId, name, flags, output, latencyMs, attempts, stages, startedAt, queuedMs, structured, redactions]`
-/// (absent values as null), because V8 parses arrays of values several times faster than objects with keys and
-/// the JS layer builds the object itself; any other result crosses as its full object.
-pub fn results_to_wire(results: &[ToolResult]) -> String {
-    let mut out = Vec::with_capacity(results.len() * 160);
-    out.push(b'[');
-    for (i, r) in results.iter().enumerate() {
+/// A turn's results as the JS layer reads them: the first string is a JSON array with one entry per result, the
+/// rest are the outputs of its plain successes, in order, but for those whose output is the text their handler
+/// sent (flag `AS_SENT`), which the host still holds. A plain success's entry is an array of its other values,
+/// `[callId, name, flags, latencyMs, attempts, stages, startedAt, queuedMs, structured, redactions]` (absent values
+/// as null), because V8 parses arrays of values several times faster than objects with keys, and its output crosses
+/// as a string of its own, neither escaped into JSON nor scanned out of it; any other result is its whole object.
+pub fn results_to_wire(results: Vec<ToolResult>) -> Vec<String> {
+    let mut rows = Vec::with_capacity(results.len() * 160);
+    let mut wire = vec![String::new()];
+    rows.push(b'[');
+    for (i, mut r) in results.into_iter().enumerate() {
         if i > 0 {
-            out.push(b',');
+            rows.push(b',');
         }
         if !r.is_plain() {
-            serde_json::to_writer(&mut out, r).expect("a result serializes");
+            serde_json::to_writer(&mut rows, &r).expect("a result serializes");
             continue;
         }
         let m = &r.metadata;
-        let flags = [(r.success, SUCCESS), (r.retryable, RETRYABLE), (r.cached, CACHED), (r.truncated, TRUNCATED), (m.structured.is_some(), STRUCTURED)]
-            .iter()
-            .fold(0, |acc, &(on, bit)| if on { acc | bit } else { acc });
-        let row = (&r.call_id, &r.name, flags, &r.output, r.latency_ms, r.attempts, &m.stages, m.started_at, m.queued_ms, &m.structured, &m.redactions);
-        serde_json::to_writer(&mut out, &row).expect("a result serializes");
+        let as_sent = m.sent.as_deref() == Some(r.output.as_str());
+        let flags = [
+            (r.success, SUCCESS),
+            (r.retryable, RETRYABLE),
+            (r.cached, CACHED),
+            (r.truncated, TRUNCATED),
+            (m.structured.is_some(), STRUCTURED),
+            (as_sent, AS_SENT),
+        ]
+        .iter()
+        .fold(0, |acc, &(on, bit)| if on { acc | bit } else { acc });
+        let row = (&r.call_id, &r.name, flags, r.latency_ms, r.attempts, &m.stages, m.started_at, m.queued_ms, &m.structured, &m.redactions);
+        serde_json::to_writer(&mut rows, &row).expect("a result serializes");
+        if !as_sent {
+            wire.push(std::mem::take(&mut r.output));
+        }
     }
-    out.push(b']');
-    String::from_utf8(out).expect("serde_json writes UTF-8")
+    rows.push(b']');
+    wire[0] = String::from_utf8(rows).expect("serde_json writes UTF-8");
+    wire
 }
 
 #[cfg(test)]
@@ -344,9 +366,24 @@ mod tests {
     }
 
     #[test]
-    fn a_plain_success_crosses_as_an_array_of_its_values() {
-        let wire: Value = serde_json::from_str(&results_to_wire(&[plain()])).unwrap();
-        assert_eq!(wire, serde_json::json!([["c1", "inc", SUCCESS | STRUCTURED, "2", 0.5, 1, [], 1.0e12, 0.0, 2, null]]));
+    fn a_plain_success_crosses_as_an_array_of_its_values_and_its_output_apart() {
+        let wire = results_to_wire(vec![plain()]);
+        let rows: Value = serde_json::from_str(&wire[0]).unwrap();
+        assert_eq!(rows, serde_json::json!([["c1", "inc", SUCCESS | STRUCTURED, 0.5, 1, [], 1.0e12, 0.0, 2, null]]));
+        assert_eq!(wire[1..], ["2".to_string()]);
+    }
+
+    #[test]
+    fn an_output_equal_to_what_the_handler_sent_does_not_cross_back() {
+        let mut unchanged = plain();
+        unchanged.metadata.sent = Some("2".into());
+        let mut redacted = plain();
+        redacted.metadata.sent = Some("a secret".into());
+        let wire = results_to_wire(vec![unchanged, redacted]);
+        let rows: Value = serde_json::from_str(&wire[0]).unwrap();
+        assert_eq!(rows[0][2], SUCCESS | STRUCTURED | AS_SENT);
+        assert_eq!(rows[1][2], SUCCESS | STRUCTURED);
+        assert_eq!(wire[1..], ["2".to_string()], "only the changed output crosses");
     }
 
     #[test]
@@ -357,9 +394,11 @@ mod tests {
         spilled.metadata.artifact_path = Some("/tmp/a".into());
         let mut traced = plain();
         traced.metadata.timings = Some(vec![0.1]);
-        let results = [failure, spilled, traced];
-        let wire: Vec<Value> = serde_json::from_str(&results_to_wire(&results)).unwrap();
-        for (crossed, result) in wire.iter().zip(&results) {
+        let results = vec![failure, spilled, traced];
+        let wire = results_to_wire(results.clone());
+        assert_eq!(wire.len(), 1, "no output crosses apart");
+        let rows: Vec<Value> = serde_json::from_str(&wire[0]).unwrap();
+        for (crossed, result) in rows.iter().zip(&results) {
             assert_eq!(crossed, &serde_json::to_value(result).unwrap());
         }
     }
