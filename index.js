@@ -83,6 +83,8 @@ class ToolExecutor {
   /** Runs a step has handed out whose handlers have not started yet, with their turn: a handler that aborts
    * its own turn must tell the engine these never ran. */
   #notStarted = new Map()
+  /** The engine's stage sequences by id, as its results name them. */
+  #stages = []
 
   /** @param {import('./index').ExecutorOptions} [options] */
   constructor(options = {}) {
@@ -454,7 +456,7 @@ class ToolExecutor {
     this.#turns.delete(turnId)
     if (this.#turns.size === 0) live.delete(this.#engine.id)
     if (turn.onAbort) turn.signal.removeEventListener('abort', turn.onAbort)
-    const results = readResults(this.#engine.finish(turnId), turn.sent)
+    const results = readResults(this.#engine.finish(turnId), turn.sent, this.#stages)
     if (this.#observers) {
       try {
         this.#report(turn, results)
@@ -720,20 +722,24 @@ function policyJson(context) {
   return JSON.stringify(policy)
 }
 
-/** A turn's results from the engine's wire form (see `results_to_wire` in the engine): a JSON array in which a
- * plain success is an array of its values, built here into the same object key for key, followed by the outputs of
- * those plain successes, in order, as strings of their own. Any other result is its object. */
-function readResults(wire, sent) {
+/** A turn's results from the engine's wire form (see `results_to_wire` in the engine): a JSON array whose first
+ * entry holds the stage sequences new to `stages` (the executor's table of them, by id) and whose other entries are
+ * the results, a plain success as an array of its values, built here into the same object key for key; then the
+ * outputs of those plain successes that are not the text their handler sent (`sent`, by call), in order. */
+function readResults(wire, sent, stages) {
   const rows = JSON.parse(wire[0])
+  for (const fresh of rows[0]) stages.push(fresh)
+  const results = new Array(rows.length - 1)
   let output = 1
-  for (let i = 0; i < rows.length; i++) {
-    const row = rows[i]
-    if (Array.isArray(row)) rows[i] = plainResult(row, row[2] & 32 ? sent[i] : wire[output++])
+  for (let i = 0; i < results.length; i++) {
+    const row = rows[i + 1]
+    if (!Array.isArray(row)) results[i] = row
+    else results[i] = plainResult(row, row[2] & 32 ? sent[i] : wire[output++], typeof row[5] === 'number' ? stages[row[5]].slice() : row[5])
   }
-  return rows
+  return results
 }
 
-function plainResult([callId, name, flags, latencyMs, attempts, stages, startedAt, queuedMs, structured, redactions], output) {
+function plainResult([callId, name, flags, latencyMs, attempts, , startedAt, queuedMs, structured, redactions], output, stages) {
   const metadata = {}
   if (flags & 16) metadata.structured = structured
   if (redactions !== null) metadata.redactions = redactions

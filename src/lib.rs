@@ -16,6 +16,9 @@ use toolgate_core::{DefinitionFormat, EngineOptions, HostAnswer, Outcome, Policy
 /// the engine holds a reference only while deadlines are armed or settlements are shaped elsewhere (`keep_alive`).
 type Wake = ThreadsafeFunction<u32, (), u32, Status, false, true>;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 static NEXT_ENGINE_ID: AtomicU32 = AtomicU32::new(1);
 
 /// Settlements at least this large are normalized and shaped on a blocking thread: redacting, cutting and

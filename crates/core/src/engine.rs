@@ -21,7 +21,7 @@ use crate::permission::{self, Decision, Permissions, Policy};
 use crate::ratelimit::{self, RateLimit};
 use crate::registry::{DefinitionFormat, Registry, Tool};
 use crate::repair::{self, Repair};
-use crate::result::{failure_output, AttemptError, ErrorKind, PermissionNote, StationMark, ToolResult};
+use crate::result::{failure_output, AttemptError, ErrorKind, PermissionNote, StageTable, StationMark, ToolResult};
 use crate::scheduler::Schedule;
 use crate::shape::Shaper;
 use crate::store::{Bucket, MemoryLimits, MemoryStore, Store, Take};
@@ -357,6 +357,8 @@ pub struct Engine {
     remembered: lru::LruCache<String, ()>,
     /// Turns to advance before the current entry point returns (a worklist, so nothing recurses per call).
     dirty: BTreeSet<u32>,
+    /// The stage sequences the host knows by id (see `results_to_wire`).
+    stage_table: StageTable,
     /// A tool place was freed: turns held back by `maxConcurrency` get another look.
     places_freed: bool,
     next_turn: u32,
@@ -367,8 +369,10 @@ fn mark(station: &'static str, outcome: &'static str) -> StationMark {
     StationMark { station, outcome, at: Instant::now() }
 }
 
+/// Milliseconds to the microsecond: finer is noise, and a short decimal is parsed several times faster by V8 than
+/// the 17 digits of an arbitrary double.
 fn millis(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
+    d.as_micros() as f64 / 1000.0
 }
 
 impl Engine {
@@ -403,6 +407,7 @@ impl Engine {
             next_flight: 1,
             rate_limit,
             dirty: BTreeSet::new(),
+            stage_table: StageTable::default(),
             places_freed: false,
             options,
             registry: Registry::default(),
@@ -465,7 +470,8 @@ impl Engine {
         let turn_id = self.next_turn;
         let _span = tracing::debug_span!("toolgate.begin", turn = turn_id, calls = calls.len()).entered();
         self.next_turn = self.next_turn.wrapping_add(1).max(1);
-        let begun_epoch_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, millis);
+        // Whole milliseconds, as Date.now() gives them.
+        let begun_epoch_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_millis() as f64);
         let mut slots = Vec::with_capacity(calls.len());
         let mut args = FxHashMap::default();
         let mut runnable = Vec::new();
@@ -1003,13 +1009,13 @@ impl Engine {
         let name = slot.tool.as_ref().expect("a scheduled call has a tool").spec.name.clone();
         if slot.pending.is_some() {
             // Still waiting on the host: it holds its place in the schedule and under maxConcurrency.
-            *self.tool_running.entry(name).or_default() += 1;
+            self.take_place(&name);
             return;
         }
         if let Some((key, id)) = slot.joined.take() {
             if self.flight_waiters.get(&id).is_some_and(|w| w.contains(&(turn_id, index))) {
                 slot.joined = Some((key, id));
-                *self.tool_running.entry(name).or_default() += 1;
+                self.take_place(&name);
                 return;
             }
             let hit = self.store.get(&key, now).and_then(|text| Kept::revive(&text, slot.id.clone(), name.clone()));
@@ -1023,7 +1029,7 @@ impl Engine {
             let slot = &mut self.turns.get_mut(&turn_id).expect("a live turn").slots[index];
             if matches!(role, FlightRole::Joined(..)) {
                 role.assign(slot);
-                *self.tool_running.entry(name).or_default() += 1;
+                self.take_place(&name);
                 return;
             }
             role.assign(slot);
@@ -1049,7 +1055,7 @@ impl Engine {
         slot.marks.push(mark("rate_limit", "waited"));
         slot.rate_wait = Some((at, reserved));
         let name = slot.tool.as_ref().expect("a scheduled call has a tool").spec.name.clone();
-        *self.tool_running.entry(name).or_default() += 1;
+        self.take_place(&name);
         self.deadlines.arm(at, Alarm::RateWait(turn_id, index));
     }
 
@@ -1066,10 +1072,10 @@ impl Engine {
 
     /// Hands out one attempt of a call: a fresh run id (and so a fresh signal in the host) and its deadlines.
     fn start_run(&mut self, turn_id: u32, index: usize, now: Instant, step: &mut Step) {
+        let tool = self.turns.get(&turn_id).expect("a live turn").slots[index].tool.clone().expect("a scheduled call has a tool");
+        self.take_place(&tool.spec.name);
         let turn = self.turns.get_mut(&turn_id).expect("a live turn");
         let slot = &mut turn.slots[index];
-        let tool = slot.tool.clone().expect("a scheduled call has a tool");
-        *self.tool_running.entry(tool.spec.name.clone()).or_default() += 1;
         let run = self.next_run;
         self.next_run = self.next_run.wrapping_add(1).max(1);
         let total_at = now + Duration::from_millis(tool.timeout_ms);
@@ -1107,6 +1113,16 @@ impl Engine {
             self.release_place(&name);
         }
         Some(r)
+    }
+
+    /// A tool's running count, as `maxConcurrency` sees it, goes up by one; its name is copied only the first time.
+    fn take_place(&mut self, tool: &str) {
+        match self.tool_running.get_mut(tool) {
+            Some(n) => *n += 1,
+            None => {
+                self.tool_running.insert(tool.to_owned(), 1);
+            }
+        }
     }
 
     /// A tool's running count, as `maxConcurrency` sees it, goes down by one.
@@ -1279,7 +1295,7 @@ impl Engine {
                 slot.backoff = Some((at, result));
                 slot.run = None;
                 // The call keeps its place under the tool's maxConcurrency while it waits to retry.
-                *self.tool_running.entry(tool.spec.name.clone()).or_default() += 1;
+                self.take_place(&tool.spec.name);
                 self.deadlines.arm(at, Alarm::Retry(turn_id, index));
                 return;
             }
@@ -1643,7 +1659,7 @@ impl Engine {
     /// The turn's results in input order, as JSON; the turn is forgotten.
     pub fn finish(&mut self, turn_id: u32) -> Result<Vec<String>, String> {
         let results = self.take_results(turn_id)?;
-        Ok(crate::result::results_to_wire(results))
+        Ok(crate::result::results_to_wire(results, &mut self.stage_table))
     }
 
     pub fn take_results(&mut self, turn_id: u32) -> Result<Vec<ToolResult>, String> {

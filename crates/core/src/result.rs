@@ -3,6 +3,7 @@
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
+use rustc_hash::FxHashMap;
 use serde_json::Value;
 
 use crate::judge::Rollback;
@@ -55,12 +56,18 @@ pub struct StationMark {
 
 impl Serialize for StationMark {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        // Joined by hand: the formatting machinery costs more than the rest of a result's serialization.
-        let mut text = String::with_capacity(self.station.len() + 1 + self.outcome.len());
-        text.push_str(self.station);
-        text.push(':');
-        text.push_str(self.outcome);
-        s.serialize_str(&text)
+        // Joined on the stack: the formatting machinery, or an allocation per mark, costs more than the rest of
+        // a result's serialization. Station and outcome names are short identifiers.
+        let mut buf = [0u8; 64];
+        let (station, outcome) = (self.station.as_bytes(), self.outcome.as_bytes());
+        let len = station.len() + 1 + outcome.len();
+        if len > buf.len() {
+            return s.collect_str(&format_args!("{}:{}", self.station, self.outcome));
+        }
+        buf[..station.len()].copy_from_slice(station);
+        buf[station.len()] = b':';
+        buf[station.len() + 1..len].copy_from_slice(outcome);
+        s.serialize_str(std::str::from_utf8(&buf[..len]).expect("joined from two strs and an ASCII colon"))
     }
 }
 
@@ -310,20 +317,54 @@ impl ToolResult {
     }
 }
 
-/// A turn's results as the JS layer reads them: the first string is a JSON array with one entry per result, the
-/// rest are the outputs of its plain successes, in order, but for those whose output is the text their handler
-/// sent (flag `AS_SENT`), which the host still holds. A plain success's entry is an array of its other values,
-/// `[callId, name, flags, latencyMs, attempts, stages, startedAt, queuedMs, structured, redactions]` (absent values
-/// as null), because V8 parses arrays of values several times faster than objects with keys, and its output crosses
-/// as a string of its own, neither escaped into JSON nor scanned out of it; any other result is its whole object.
-pub fn results_to_wire(results: Vec<ToolResult>) -> Vec<String> {
-    let mut rows = Vec::with_capacity(results.len() * 160);
-    let mut wire = vec![String::new()];
-    rows.push(b'[');
-    for (i, mut r) in results.into_iter().enumerate() {
-        if i > 0 {
-            rows.push(b',');
+/// The sequences of stage marks the host has been sent, by id. Most calls pass the same stations with the same
+/// outcomes, so a result names its sequence by number and the host copies it from its table: seven short strings
+/// per result cost V8 more to parse than the rest of the result.
+#[derive(Debug, Default)]
+pub struct StageTable {
+    ids: FxHashMap<Vec<(&'static str, &'static str)>, u32>,
+}
+
+/// Past this many sequences (a workload of unusual paths), new ones cross in full.
+const MAX_STAGE_SEQUENCES: usize = 4096;
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Stages<'a> {
+    Known(u32),
+    Inline(&'a [StationMark]),
+}
+
+impl StageTable {
+    /// The id of `marks`, and whether it is new to the host (to be sent in the table's part of the wire).
+    fn id_of(&mut self, marks: &[StationMark]) -> Option<(u32, bool)> {
+        let key: Vec<(&'static str, &'static str)> = marks.iter().map(|m| (m.station, m.outcome)).collect();
+        if let Some(&id) = self.ids.get(&key) {
+            return Some((id, false));
         }
+        if self.ids.len() >= MAX_STAGE_SEQUENCES {
+            return None;
+        }
+        let id = self.ids.len() as u32;
+        self.ids.insert(key, id);
+        Some((id, true))
+    }
+}
+
+/// A turn's results as the JS layer reads them: the first string is a JSON array whose first entry lists the stage
+/// sequences new to the host's table (in id order) and whose other entries are the results, one each; the rest of
+/// the strings are the outputs of its plain successes, in order, but for those whose output is the text their
+/// handler sent (flag `AS_SENT`), which the host still holds. A plain success's entry is an array of its other
+/// values, `[callId, name, flags, latencyMs, attempts, stages, startedAt, queuedMs, structured, redactions]`
+/// (absent values as null; stages as an id in the table, or in full), because V8 parses arrays of values several
+/// times faster than objects with keys, and its output crosses as a string of its own, neither escaped into JSON nor
+/// scanned out of it. Any other result is its whole object.
+pub fn results_to_wire(results: Vec<ToolResult>, table: &mut StageTable) -> Vec<String> {
+    let mut rows = Vec::with_capacity(results.len() * 128);
+    let mut fresh: Vec<Vec<StationMark>> = Vec::new();
+    let mut wire = vec![String::new()];
+    for mut r in results {
+        rows.push(b',');
         if !r.is_plain() {
             serde_json::to_writer(&mut rows, &r).expect("a result serializes");
             continue;
@@ -340,14 +381,26 @@ pub fn results_to_wire(results: Vec<ToolResult>) -> Vec<String> {
         ]
         .iter()
         .fold(0, |acc, &(on, bit)| if on { acc | bit } else { acc });
-        let row = (&r.call_id, &r.name, flags, r.latency_ms, r.attempts, &m.stages, m.started_at, m.queued_ms, &m.structured, &m.redactions);
+        let stages = match table.id_of(&m.stages) {
+            Some((id, new)) => {
+                if new {
+                    fresh.push(m.stages.clone());
+                }
+                Stages::Known(id)
+            }
+            None => Stages::Inline(&m.stages),
+        };
+        let row = (&r.call_id, &r.name, flags, r.latency_ms, r.attempts, stages, m.started_at, m.queued_ms, &m.structured, &m.redactions);
         serde_json::to_writer(&mut rows, &row).expect("a result serializes");
         if !as_sent {
             wire.push(std::mem::take(&mut r.output));
         }
     }
-    rows.push(b']');
-    wire[0] = String::from_utf8(rows).expect("serde_json writes UTF-8");
+    let mut head = serde_json::to_vec(&fresh).expect("stage marks serialize");
+    head.insert(0, b'[');
+    head.extend_from_slice(&rows);
+    head.push(b']');
+    wire[0] = String::from_utf8(head).expect("serde_json writes UTF-8");
     wire
 }
 
@@ -362,14 +415,15 @@ mod tests {
         r.metadata.structured = Some(serde_json::json!(2));
         r.metadata.started_at = 1.0e12;
         r.metadata.queued_ms = Some(0.0);
+        r.metadata.stages = vec![StationMark { station: "lookup", outcome: "found", at: Instant::now() }];
         r
     }
 
     #[test]
     fn a_plain_success_crosses_as_an_array_of_its_values_and_its_output_apart() {
-        let wire = results_to_wire(vec![plain()]);
+        let wire = results_to_wire(vec![plain()], &mut StageTable::default());
         let rows: Value = serde_json::from_str(&wire[0]).unwrap();
-        assert_eq!(rows, serde_json::json!([["c1", "inc", SUCCESS | STRUCTURED, 0.5, 1, [], 1.0e12, 0.0, 2, null]]));
+        assert_eq!(rows, serde_json::json!([[["lookup:found"]], ["c1", "inc", SUCCESS | STRUCTURED, 0.5, 1, 0, 1.0e12, 0.0, 2, null]]));
         assert_eq!(wire[1..], ["2".to_string()]);
     }
 
@@ -379,11 +433,24 @@ mod tests {
         unchanged.metadata.sent = Some("2".into());
         let mut redacted = plain();
         redacted.metadata.sent = Some("a secret".into());
-        let wire = results_to_wire(vec![unchanged, redacted]);
+        let wire = results_to_wire(vec![unchanged, redacted], &mut StageTable::default());
         let rows: Value = serde_json::from_str(&wire[0]).unwrap();
-        assert_eq!(rows[0][2], SUCCESS | STRUCTURED | AS_SENT);
-        assert_eq!(rows[1][2], SUCCESS | STRUCTURED);
+        assert_eq!(rows[1][2], SUCCESS | STRUCTURED | AS_SENT);
+        assert_eq!(rows[2][2], SUCCESS | STRUCTURED);
         assert_eq!(wire[1..], ["2".to_string()], "only the changed output crosses");
+    }
+
+    #[test]
+    fn a_stage_sequence_crosses_once_then_by_its_id() {
+        let mut table = StageTable::default();
+        let mut other = plain();
+        other.metadata.stages.push(StationMark { station: "cache", outcome: "hit", at: Instant::now() });
+        let first: Value = serde_json::from_str(&results_to_wire(vec![plain(), other.clone(), plain()], &mut table)[0]).unwrap();
+        assert_eq!(first[0], serde_json::json!([["lookup:found"], ["lookup:found", "cache:hit"]]));
+        assert_eq!([&first[1][5], &first[2][5], &first[3][5]], [0, 1, 0]);
+        let later: Value = serde_json::from_str(&results_to_wire(vec![other], &mut table)[0]).unwrap();
+        assert_eq!(later[0], serde_json::json!([]));
+        assert_eq!(later[1][5], 1);
     }
 
     #[test]
@@ -395,10 +462,11 @@ mod tests {
         let mut traced = plain();
         traced.metadata.timings = Some(vec![0.1]);
         let results = vec![failure, spilled, traced];
-        let wire = results_to_wire(results.clone());
+        let wire = results_to_wire(results.clone(), &mut StageTable::default());
         assert_eq!(wire.len(), 1, "no output crosses apart");
         let rows: Vec<Value> = serde_json::from_str(&wire[0]).unwrap();
-        for (crossed, result) in rows.iter().zip(&results) {
+        assert_eq!(rows[0], serde_json::json!([]), "no stage sequence is new");
+        for (crossed, result) in rows[1..].iter().zip(&results) {
             assert_eq!(crossed, &serde_json::to_value(result).unwrap());
         }
     }
