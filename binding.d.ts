@@ -21,7 +21,11 @@ export declare class Engine {
    * `cancelled` is the reason when the turn's signal had fired before it began.
    */
   begin(callsJson: string, policyJson: string, turnJson: string, cancelled?: string | undefined | null): string
-  complete(run: number, kind: string, payload: string): string
+  /**
+   * Handlers that settled since the last call: run `runs[i]` with an outcome of kind `kinds[i]` carrying
+   * `payloads[i]`. The host sends what settles in one turn of its event loop together: one crossing, one step.
+   */
+  complete(runs: Array<number>, kinds: Array<string>, payloads: Array<string>): string
   /**
    * A settlement that crosses as bytes: binary data, or large text or JSON as UTF-8. `more`: a slice, with more
    * to come (the host encodes a large string a slice per turn of its event loop, so that encoding never stalls

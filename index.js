@@ -85,6 +85,8 @@ class ToolExecutor {
   #notStarted = new Map()
   /** The engine's stage sequences by id, as its results name them. */
   #stages = []
+  /** Settlements not yet sent to the engine (see `#sendSettled`). */
+  #settled = { runs: [], kinds: [], payloads: [] }
 
   /** @param {import('./index').ExecutorOptions} [options] */
   constructor(options = {}) {
@@ -384,8 +386,20 @@ class ToolExecutor {
     }
     if (typeof payload !== 'string') return this.#apply(this.#engine.completeBytes(run, kind, payload))
     call.turn.sent[call.index] = payload
-    if (payload.length < LARGE_CHARS) this.#apply(this.#engine.complete(run, kind, payload))
-    else this.#sendInSlices(run, kind, payload, 0)
+    if (payload.length >= LARGE_CHARS) return this.#sendInSlices(run, kind, payload, 0)
+    const settled = this.#settled
+    settled.runs.push(run)
+    settled.kinds.push(kind)
+    settled.payloads.push(payload)
+    if (settled.runs.length === 1) queueMicrotask(this.#sendSettled)
+  }
+
+  /** Handlers settling in one turn of the event loop (a batch of quick ones settles in one microtask checkpoint)
+   * cross into the engine in one call. */
+  #sendSettled = () => {
+    const { runs, kinds, payloads } = this.#settled
+    this.#settled = { runs: [], kinds: [], payloads: [] }
+    this.#apply(this.#engine.complete(runs, kinds, payloads))
   }
 
   /** A large string crosses a slice per turn of the event loop; no slice ends inside a surrogate pair. */

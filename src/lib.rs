@@ -113,10 +113,19 @@ impl Engine {
         self.reply(&env, step)
     }
 
+    /// Handlers that settled since the last call: run `runs[i]` with an outcome of kind `kinds[i]` carrying
+    /// `payloads[i]`. The host sends what settles in one turn of its event loop together: one crossing, one step.
     #[napi]
-    pub fn complete(&mut self, env: Env, run: u32, kind: String, payload: String) -> Result<String> {
-        let outcome = Outcome::from_parts(&kind, payload).map_err(fail)?;
-        let step = self.inner.complete(run, outcome, Instant::now());
+    pub fn complete(&mut self, env: Env, runs: Vec<u32>, kinds: Vec<String>, payloads: Vec<String>) -> Result<String> {
+        if runs.len() != kinds.len() || runs.len() != payloads.len() {
+            return Err(fail(format!("complete: {} runs, {} kinds and {} payloads", runs.len(), kinds.len(), payloads.len())));
+        }
+        let now = Instant::now();
+        let mut step = Step::default();
+        for ((run, kind), payload) in runs.into_iter().zip(kinds).zip(payloads) {
+            let outcome = Outcome::from_parts(&kind, payload).map_err(fail)?;
+            step.absorb(self.inner.complete(run, outcome, now));
+        }
         self.reply(&env, step)
     }
 
