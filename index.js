@@ -753,13 +753,15 @@ function readResults(wire, sent, stages) {
   return results
 }
 
-function plainResult([callId, name, flags, latencyMs, attempts, , startedAt, queuedMs, structured, redactions], output, stages) {
+function plainResult([callId, name, flags, latencyMs, attempts, , startedAt, queuedMs, structured, redactions, timings, starts], output, stages) {
   const metadata = {}
   if (flags & 16) metadata.structured = structured
   if (redactions !== null) metadata.redactions = redactions
   metadata.stages = stages
   metadata.startedAt = startedAt
   if (queuedMs !== null) metadata.queuedMs = queuedMs
+  if (timings !== null) metadata.timings = timings
+  if (starts !== null) metadata.starts = starts
   return {
     callId, name, success: (flags & 1) !== 0, output, retryable: (flags & 2) !== 0, latencyMs, attempts,
     cached: (flags & 4) !== 0, truncated: (flags & 8) !== 0, metadata,

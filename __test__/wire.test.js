@@ -81,4 +81,15 @@ describe('results as the caller sees them', () => {
     assert.match(web.output, /a page/)
     assert.notEqual(web.output, 'a page', 'an untrusted output is fenced')
   })
+
+  it('a traced success carries its stage timings and starts after the other metadata', async () => {
+    const gate = new ToolExecutor({ trace: true })
+    gate.register({ name: 'inc', readOnly: true, parameters: schema, handler: async ({ n }) => n + 1 })
+    const [r] = await gate.execute([{ type: 'function_call', call_id: 'c1', name: 'inc', arguments: '{"n":1}' }])
+    assert.equal(r.output, '2')
+    assert.deepEqual(Object.keys(r.metadata), ['structured', 'stages', 'startedAt', 'queuedMs', 'timings', 'starts'])
+    assert.equal(r.metadata.timings.length, r.metadata.stages.length)
+    assert.ok(r.metadata.timings.every((t, i) => t >= 0 && (i === 0 || t >= r.metadata.timings[i - 1])), String(r.metadata.timings))
+    assert.equal(r.metadata.starts.length, 1)
+  })
 })

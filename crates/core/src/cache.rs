@@ -96,7 +96,7 @@ fn write_canonical(value: &Value, out: &mut String) {
                 if i > 0 {
                     out.push(',');
                 }
-                out.push_str(&Value::String(k.clone()).to_string());
+                out.push_str(&serde_json::to_string(k).expect("a string serializes"));
                 out.push(':');
                 write_canonical(&map[k], out);
             }

@@ -853,7 +853,7 @@ impl Engine {
             // Counted on arrival, so that a repeat within one turn is seen; a call that never runs gives it back.
             let earlier = self.store.increment(session, &key, ttl, now) - 1;
             if earlier > 0 {
-                self.counters.entry(name.to_string()).or_default().duplicates += 1;
+                counters_of(&mut self.counters, name).duplicates += 1;
                 match tool.dedup.mode {
                     Mode::Refuse => {
                         self.store.decrement(session, &key);
@@ -884,7 +884,7 @@ impl Engine {
         let Some(rule) = &tool.cache else { return true };
         let scope = rule.scope.as_ref().map(|field| fields.get(field).map_or("", String::as_str));
         let key = cache::key(name, args, scope);
-        let counters = self.counters.entry(name.to_string()).or_default();
+        let counters = counters_of(&mut self.counters, name);
         if let Some(mut result) = self.store.get(&key, now).and_then(|text| Kept::revive(&text, slot.id.clone(), name.to_string())) {
             counters.cache_hits += 1;
             slot.marks.push(mark("cache", "hit"));
@@ -902,7 +902,7 @@ impl Engine {
     fn join_or_lead(&mut self, key: String, tool: &str, turn_id: u32, index: usize) -> FlightRole {
         if let Some(&id) = self.flights.get(&key) {
             self.flight_waiters.entry(id).or_default().push((turn_id, index));
-            self.counters.entry(tool.to_string()).or_default().shared_flights += 1;
+            counters_of(&mut self.counters, tool).shared_flights += 1;
             FlightRole::Joined(key, id)
         } else {
             let id = self.next_flight;
@@ -941,7 +941,7 @@ impl Engine {
                     for (key, bucket) in taken {
                         self.store.refund_token(&key, bucket);
                     }
-                    self.counters.entry(tool.spec.name.clone()).or_default().rate_limited += 1;
+                    counters_of(&mut self.counters, &tool.spec.name).rate_limited += 1;
                     return Err(Box::new(ratelimit::refused(slot.id.clone(), &tool.spec.name, whole, wait)));
                 }
             }
@@ -1255,7 +1255,7 @@ impl Engine {
         let Some(turn) = self.turns.get_mut(&r.turn) else { return };
         let slot = &mut turn.slots[r.index];
         let tool = slot.tool.clone().expect("a run has a tool");
-        let counters = self.counters.entry(tool.spec.name.clone()).or_default();
+        let counters = counters_of(&mut self.counters, &tool.spec.name);
         let result = match (alarm, r.idle) {
             (Alarm::Idle(_), Some((_, idle_ms))) => {
                 counters.idle_timeouts += 1;
@@ -1310,7 +1310,7 @@ impl Engine {
             return;
         }
         let name = slot.tool.as_ref().expect("a retried call has a tool").spec.name.clone();
-        self.counters.entry(name.clone()).or_default().retries += 1;
+        counters_of(&mut self.counters, &name).retries += 1;
         self.release_place(&name); // taken again by start_run
         // Every attempt reaches the upstream, so every attempt takes a rate-limit token.
         self.run_now(turn_id, index, now, step);
@@ -1428,7 +1428,7 @@ impl Engine {
                 step.abort.push((run, kind));
             }
             if kind == ErrorKind::Timeout {
-                self.counters.entry(tool.spec.name.clone()).or_default().timeouts += 1;
+                counters_of(&mut self.counters, &tool.spec.name).timeouts += 1;
             }
             slot.marks.push(mark("invoke", kind.as_str()));
             answers.push((index, result));
@@ -1618,7 +1618,7 @@ impl Engine {
 
     /// A handler that timed out or was cancelled settled anyway: counted per tool.
     pub fn note_late_settlement(&mut self, tool: &str) {
-        self.counters.entry(tool.to_string()).or_default().late_settlements += 1;
+        counters_of(&mut self.counters, tool).late_settlements += 1;
     }
 
     /// Per tool and in total: calls, successes, failures by kind, handler latency percentiles, handlers in flight,
@@ -1792,6 +1792,14 @@ fn edited_problem(tool: &Tool, edited: &Value, policy: &Policy) -> Option<(Error
 }
 
 /// How an approval given "for this session" is remembered.
+/// A tool's counters; its name is copied only the first time.
+fn counters_of<'a>(counters: &'a mut BTreeMap<String, ToolCounters>, tool: &str) -> &'a mut ToolCounters {
+    if !counters.contains_key(tool) {
+        counters.insert(tool.to_owned(), ToolCounters::default());
+    }
+    counters.get_mut(tool).expect("inserted above")
+}
+
 fn remembered_key(session: &str, tool: &str, asked_by: &str) -> String {
     format!("{session}{sep}{tool}{sep}{asked_by}", sep = cache::SEP)
 }

@@ -287,8 +287,8 @@ impl ToolResult {
             stages: _,
             started_at: _,
             queued_ms: _,
-            timings,
-            starts,
+            timings: _,
+            starts: _,
             sent: _,
         } = metadata;
         *success
@@ -312,8 +312,7 @@ impl ToolResult {
             && !shared_flight
             && repeats.is_none()
             && !reused
-            && timings.is_none()
-            && starts.is_none()
+
     }
 }
 
@@ -355,7 +354,8 @@ impl StageTable {
 /// sequences new to the host's table (in id order) and whose other entries are the results, one each; the rest of
 /// the strings are the outputs of its plain successes, in order, but for those whose output is the text their
 /// handler sent (flag `AS_SENT`), which the host still holds. A plain success's entry is an array of its other
-/// values, `[callId, name, flags, latencyMs, attempts, stages, startedAt, queuedMs, structured, redactions]`
+/// values, `[callId, name, flags, latencyMs, attempts, stages, startedAt, queuedMs, structured, redactions, timings,
+/// starts]`
 /// (absent values as null; stages as an id in the table, or in full), because V8 parses arrays of values several
 /// times faster than objects with keys, and its output crosses as a string of its own, neither escaped into JSON nor
 /// scanned out of it. Any other result is its whole object.
@@ -390,7 +390,7 @@ pub fn results_to_wire(results: Vec<ToolResult>, table: &mut StageTable) -> Vec<
             }
             None => Stages::Inline(&m.stages),
         };
-        let row = (&r.call_id, &r.name, flags, r.latency_ms, r.attempts, stages, m.started_at, m.queued_ms, &m.structured, &m.redactions);
+        let row = (&r.call_id, &r.name, flags, r.latency_ms, r.attempts, stages, m.started_at, m.queued_ms, &m.structured, &m.redactions, &m.timings, &m.starts);
         serde_json::to_writer(&mut rows, &row).expect("a result serializes");
         if !as_sent {
             wire.push(std::mem::take(&mut r.output));
@@ -423,7 +423,7 @@ mod tests {
     fn a_plain_success_crosses_as_an_array_of_its_values_and_its_output_apart() {
         let wire = results_to_wire(vec![plain()], &mut StageTable::default());
         let rows: Value = serde_json::from_str(&wire[0]).unwrap();
-        assert_eq!(rows, serde_json::json!([[["lookup:found"]], ["c1", "inc", SUCCESS | STRUCTURED, 0.5, 1, 0, 1.0e12, 0.0, 2, null]]));
+        assert_eq!(rows, serde_json::json!([[["lookup:found"]], ["c1", "inc", SUCCESS | STRUCTURED, 0.5, 1, 0, 1.0e12, 0.0, 2, null, null, null]]));
         assert_eq!(wire[1..], ["2".to_string()]);
     }
 
@@ -459,9 +459,7 @@ mod tests {
         failure.metadata.started_at = 1.0;
         let mut spilled = plain();
         spilled.metadata.artifact_path = Some("/tmp/a".into());
-        let mut traced = plain();
-        traced.metadata.timings = Some(vec![0.1]);
-        let results = vec![failure, spilled, traced];
+        let results = vec![failure, spilled];
         let wire = results_to_wire(results.clone(), &mut StageTable::default());
         assert_eq!(wire.len(), 1, "no output crosses apart");
         let rows: Vec<Value> = serde_json::from_str(&wire[0]).unwrap();
