@@ -9,6 +9,7 @@ const { createReference } = require('../contenders/reference')
 const CALLS = Number(process.env.BENCH_MEMORY_CALLS ?? 1_000_000)
 const BATCH = 16
 const CHECKPOINTS = 10
+const WARM_UP = 200_000
 
 const inc = {
   name: 'inc',
@@ -45,7 +46,12 @@ async function main() {
   const c = await contender(process.argv[2])
   // Fresh calls every turn, as a model emits them: nothing the contender could keep by identity.
   const turn = (t) => Array.from({ length: BATCH }, (_, i) => ({ type: 'function_call', call_id: `c${t}-${i}`, name: 'inc', arguments: `{"n":${t * BATCH + i}}` }))
-  for (let t = 0; t < 20_000 / BATCH; t++) await c.execute(turn(t)) // warm-up: JIT, pools, caches at size
+  // Warm-up: the JIT, and V8 growing its young generation to the size this allocation rate keeps it at (which
+  // shows as RSS, and is not growth of what the contender holds).
+  for (let t = 0; t < WARM_UP / BATCH; t++) {
+    await c.execute(turn(t))
+    if (t % 64 === 63) await new Promise(setImmediate)
+  }
   await new Promise(setImmediate)
   const resources0 = process.getActiveResourcesInfo().length
   const start = settledMemory()
