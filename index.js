@@ -372,7 +372,6 @@ class ToolExecutor {
       this.#lateSettlement(run, describe === describeReturn ? 'resolved' : 'rejected')
       return
     }
-    this.#runs.delete(run)
     if (call.judge && describe === describeReturn) {
       const reason = judgeValue(call, value)
       if (reason) this.#engine.judged(run, reason)
@@ -384,22 +383,35 @@ class ToolExecutor {
       // A getter or toJSON that throws while being read: the call fails, the turn goes on.
       [kind, payload] = ['unrepresentable', `reading it threw (${err?.message ?? String(err)})`]
     }
-    if (typeof payload !== 'string') return this.#apply(this.#engine.completeBytes(run, kind, payload))
-    call.turn.sent[call.index] = payload
-    if (payload.length >= LARGE_CHARS) return this.#sendInSlices(run, kind, payload, 0)
-    const settled = this.#settled
-    settled.runs.push(run)
-    settled.kinds.push(kind)
-    settled.payloads.push(payload)
-    if (settled.runs.length === 1) queueMicrotask(this.#sendSettled)
+    if (typeof payload === 'string') call.turn.sent[call.index] = payload
+    if (typeof payload === 'string' && payload.length < LARGE_CHARS) {
+      // The run stays in #runs until the settlement crosses, so that an abort meanwhile makes it a late one.
+      const settled = this.#settled
+      settled.runs.push(run)
+      settled.kinds.push(kind)
+      settled.payloads.push(payload)
+      if (settled.runs.length === 1) queueMicrotask(this.#sendSettled)
+      return
+    }
+    this.#runs.delete(run)
+    if (typeof payload === 'string') this.#sendInSlices(run, kind, payload, 0)
+    else this.#apply(this.#engine.completeBytes(run, kind, payload))
   }
 
   /** Handlers settling in one turn of the event loop (a batch of quick ones settles in one microtask checkpoint)
-   * cross into the engine in one call. */
+   * cross into the engine in one call. A run aborted since it settled (its turn was cancelled in between) was
+   * answered without it: its settlement is a late one. */
   #sendSettled = () => {
     const { runs, kinds, payloads } = this.#settled
     this.#settled = { runs: [], kinds: [], payloads: [] }
-    this.#apply(this.#engine.complete(runs, kinds, payloads))
+    for (let i = runs.length - 1; i >= 0; i--) {
+      if (this.#runs.delete(runs[i])) continue
+      this.#lateSettlement(runs[i], kinds[i] === 'thrown' ? 'rejected' : 'resolved')
+      runs.splice(i, 1)
+      kinds.splice(i, 1)
+      payloads.splice(i, 1)
+    }
+    if (runs.length > 0) this.#apply(this.#engine.complete(runs, kinds, payloads))
   }
 
   /** A large string crosses a slice per turn of the event loop; no slice ends inside a surrogate pair. */

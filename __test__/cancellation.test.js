@@ -3,7 +3,7 @@
 
 const { describe, it } = require('node:test')
 const assert = require('node:assert/strict')
-const { gateWith, assertFailure, assertSuccess, marks, deferred, sleep, runChild, lastJsonLine, ADMITTED } = require('./helpers')
+const { gateWith, assertFailure, assertSuccess, marks, deferred, sleep, runChild, lastJsonLine, ADMITTED, counterView, counts } = require('./helpers')
 
 const SCHEMA = { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] }
 
@@ -237,3 +237,25 @@ describe('cancellation and siblings', () => {
     assert.deepEqual(signals.map((s) => s.aborted), [false, false])
   })
 })
+
+describe('a cancellation between a settlement and its crossing', () => {
+  it('answers the call cancelled and counts its value as a late settlement', async () => {
+    // `quick` settles first; `canceller`'s microtask cancels the turn before that settlement has crossed.
+    const controller = new AbortController()
+    const traced = []
+    const { gate } = gateWith([
+      { name: 'quick', readOnly: true, parameters: SCHEMA, handler: async () => 'done' },
+      { name: 'canceller', readOnly: true, parameters: SCHEMA, handler: () => Promise.resolve().then(() => controller.abort(new Error('stop'))) },
+    ], { onTrace: (events) => traced.push(...events) })
+    const turn = [{ name: 'quick', input: { q: 'a' } }, { name: 'canceller', input: { q: 'b' } }]
+    const [quick, canceller] = await gate.execute(turn, { signal: controller.signal })
+    assertFailure(quick, 'cancelled')
+    assertFailure(canceller, 'cancelled')
+    assert.deepEqual(counterView(gate.stats().tools.quick), counts({ lateSettlements: 1 }))
+    await sleep(10)
+    const late = traced.filter((e) => e.type === 'late_settlement')
+    // `canceller` itself resolves after the cancellation it made: late too, as before.
+    assert.deepEqual(late.map((e) => [e.toolName, e.outcome, e.endedBy]), [['quick', 'resolved', 'cancelled'], ['canceller', 'resolved', 'cancelled']])
+  })
+})
+
