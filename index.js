@@ -241,6 +241,7 @@ class ToolExecutor {
   async #close({ timeoutMs = CLOSE_TIMEOUT_MS }) {
     this.#closed = true
     for (const turn of this.#turns.values()) turn.abortReason = new DOMException('The tool executor was closed', 'AbortError')
+    this.#sendSettled()
     const unstarted = [...this.#notStarted.keys()]
     this.#notStarted.clear()
     this.#apply(this.#engine.cancelAll('the tool executor was closed', unstarted))
@@ -287,6 +288,7 @@ class ToolExecutor {
       if (otel) turn.span = observe.startTurnSpan(otel, this.#observers.tracer, calls.length)
       if (signal && !signal.aborted) {
         turn.onAbort = () => {
+          this.#sendSettled() // a handler that settled before the abort keeps its result
           turn.abortReason = signal.reason
           this.#apply(this.#engine.cancel(turn.id, abortReasonText(signal.reason), this.#takeUnstarted(turn.id)))
         }
@@ -383,7 +385,11 @@ class ToolExecutor {
       // A getter or toJSON that throws while being read: the call fails, the turn goes on.
       [kind, payload] = ['unrepresentable', `reading it threw (${err?.message ?? String(err)})`]
     }
-    if (typeof payload === 'string') call.turn.sent[call.index] = payload
+    if (typeof payload === 'string') {
+      // As the engine will read it (a lone surrogate becomes U+FFFD), since an output equal to it is not sent back.
+      if (!payload.isWellFormed()) payload = payload.toWellFormed()
+      call.turn.sent[call.index] = payload
+    }
     if (typeof payload === 'string' && payload.length < LARGE_CHARS) {
       // The run stays in #runs until the settlement crosses, so that an abort meanwhile makes it a late one.
       const settled = this.#settled
@@ -393,16 +399,18 @@ class ToolExecutor {
       if (settled.runs.length === 1) queueMicrotask(this.#sendSettled)
       return
     }
+    this.#sendSettled() // settlements cross in the order they came
     this.#runs.delete(run)
     if (typeof payload === 'string') this.#sendInSlices(run, kind, payload, 0)
     else this.#apply(this.#engine.completeBytes(run, kind, payload))
   }
 
   /** Handlers settling in one turn of the event loop (a batch of quick ones settles in one microtask checkpoint)
-   * cross into the engine in one call. A run aborted since it settled (its turn was cancelled in between) was
-   * answered without it: its settlement is a late one. */
+   * cross into the engine in one call; a cancellation, `close()` or a settlement that crosses apart sends them
+   * first. A run the engine ended meanwhile all the same was answered without it: its settlement is a late one. */
   #sendSettled = () => {
     const { runs, kinds, payloads } = this.#settled
+    if (runs.length === 0) return
     this.#settled = { runs: [], kinds: [], payloads: [] }
     for (let i = runs.length - 1; i >= 0; i--) {
       if (this.#runs.delete(runs[i])) continue

@@ -120,10 +120,11 @@ impl Engine {
         if runs.len() != kinds.len() || runs.len() != payloads.len() {
             return Err(fail(format!("complete: {} runs, {} kinds and {} payloads", runs.len(), kinds.len(), payloads.len())));
         }
+        // Every outcome read before any is applied: a bad one must not leave the others half-settled.
+        let outcomes = kinds.iter().zip(payloads).map(|(kind, payload)| Outcome::from_parts(kind, payload)).collect::<std::result::Result<Vec<_>, _>>().map_err(fail)?;
         let now = Instant::now();
         let mut step = Step::default();
-        for ((run, kind), payload) in runs.into_iter().zip(kinds).zip(payloads) {
-            let outcome = Outcome::from_parts(&kind, payload).map_err(fail)?;
+        for (run, outcome) in runs.into_iter().zip(outcomes) {
             step.absorb(self.inner.complete(run, outcome, now));
         }
         self.reply(&env, step)

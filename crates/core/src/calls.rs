@@ -39,27 +39,32 @@ pub fn read_calls(json: &str) -> Result<Vec<IncomingCall>, String> {
 /// every call, and a generic JSON value costs a map and a string per key.
 #[derive(Deserialize, Default)]
 struct WireCall<'a> {
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "present")]
     call_id: Option<&'a RawValue>,
-    #[serde(rename = "toolCallId", borrow)]
+    #[serde(rename = "toolCallId", default, borrow, deserialize_with = "present")]
     tool_call_id: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "present")]
     id: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "present")]
     name: Option<&'a RawValue>,
-    #[serde(rename = "toolName", borrow)]
+    #[serde(rename = "toolName", default, borrow, deserialize_with = "present")]
     tool_name: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "present")]
     arguments: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "present")]
     input: Option<&'a RawValue>,
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "present")]
     args: Option<&'a RawValue>,
     /// Chat Completions nests name and arguments here; the call's own fields come first.
-    #[serde(borrow)]
+    #[serde(default, borrow, deserialize_with = "present")]
     function: Option<&'a RawValue>,
-    #[serde(rename = "__toolgateUnserializable", borrow)]
+    #[serde(rename = "__toolgateUnserializable", default, borrow, deserialize_with = "present")]
     unserializable: Option<&'a RawValue>,
+}
+
+/// A field that is there, even as `null`: `"arguments": null` means no arguments, not "look at the next field".
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
 }
 
 fn read_call(item: &RawValue) -> IncomingCall {
@@ -152,6 +157,18 @@ mod tests {
         assert_eq!(calls.len(), 2);
         assert_eq!(calls[0].unreadable.as_deref(), Some("a tool call must be an object, got a number"));
         assert!(calls[1].unreadable.is_none());
+    }
+
+    #[test]
+    fn a_null_field_is_there_and_says_nothing() {
+        let a = one(r#"{"id":"c1","name":"inc","arguments":null,"input":{"n":1}}"#);
+        assert_eq!(a.args, RawArgs::Missing, "null arguments are no arguments; input is not read instead");
+        let n = one(r#"{"id":"c2","name":null,"function":{"name":"inc","arguments":"{}"}}"#);
+        assert_eq!(n.name, "", "the call's own null name stands over the nested one");
+        let u = one(r#"{"id":"c3","name":"inc","__toolgateUnserializable":null}"#);
+        assert_eq!(u.unreadable.as_deref(), Some("null"));
+        let i = one(r#"{"call_id":null,"id":"c4","name":"inc"}"#);
+        assert_eq!(i.id, "c4", "a null id field is passed over for the next one");
     }
 
     #[test]
