@@ -385,12 +385,10 @@ class ToolExecutor {
       // A getter or toJSON that throws while being read: the call fails, the turn goes on.
       [kind, payload] = ['unrepresentable', `reading it threw (${err?.message ?? String(err)})`]
     }
-    if (typeof payload === 'string') {
-      // As the engine will read it (a lone surrogate becomes U+FFFD), since an output equal to it is not sent back.
+    if (typeof payload === 'string' && payload.length < LARGE_CHARS) {
+      // Kept as the engine will read it (a lone surrogate becomes U+FFFD): an output equal to it is not sent back.
       if (!payload.isWellFormed()) payload = payload.toWellFormed()
       call.turn.sent[call.index] = payload
-    }
-    if (typeof payload === 'string' && payload.length < LARGE_CHARS) {
       // The run stays in #runs until the settlement crosses, so that an abort meanwhile makes it a late one.
       const settled = this.#settled
       settled.runs.push(run)

@@ -92,4 +92,13 @@ describe('results as the caller sees them', () => {
     assert.ok(r.metadata.timings.every((t, i) => t >= 0 && (i === 0 || t >= r.metadata.timings[i - 1])), String(r.metadata.timings))
     assert.equal(r.metadata.starts.length, 1)
   })
+
+  it('a long output the limit lets through whole crosses back whole', async () => {
+    const gate = new ToolExecutor({ maxOutputChars: 1_000_000 })
+    const text = 'x'.repeat(300_000) + '\uD800' // long enough to cross in slices, with a lone surrogate at the end
+    gate.register({ name: 'long', readOnly: true, parameters: schema, handler: async () => text })
+    const [r] = await gate.execute([{ type: 'function_call', call_id: 'c1', name: 'long', arguments: '{}' }])
+    assert.equal(r.truncated, false)
+    assert.equal(r.output, 'x'.repeat(300_000) + '\uFFFD')
+  })
 })

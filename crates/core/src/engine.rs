@@ -369,6 +369,9 @@ fn mark(station: &'static str, outcome: &'static str) -> StationMark {
     StationMark { station, outcome, at: Instant::now() }
 }
 
+/// Texts at least this long (256 Ki UTF-16 units, so at least 256 KiB of UTF-8) cross from the host in slices.
+const SENT_MAX_BYTES: usize = 256 * 1024;
+
 /// Milliseconds to the microsecond: finer is noise, and a short decimal is parsed several times faster by V8 than
 /// the 17 digits of an arbitrary double.
 fn millis(d: Duration) -> f64 {
@@ -1714,9 +1717,10 @@ impl Shaping {
             Outcome::Binary(bytes) => Some(std::mem::take(bytes)),
             _ => None,
         };
-        // Kept only when short enough that no cut can change it: the copy is cheap, a crossing back is not.
+        // Kept only when short enough that no cut can change it: the copy is cheap, a crossing back is not. Texts
+        // of SENT_MAX_BYTES or more crossed in slices, and the host keeps no copy of those.
         let sent = match &self.outcome {
-            Outcome::Text(text) | Outcome::Json(text) if text.len() <= self.tool.max_output_chars => Some(text.clone()),
+            Outcome::Text(text) | Outcome::Json(text) if text.len() <= self.tool.max_output_chars && text.len() < SENT_MAX_BYTES => Some(text.clone()),
             _ => None,
         };
         let mut result = match &bytes {
