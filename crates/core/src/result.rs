@@ -326,6 +326,8 @@ pub struct StageTable {
 
 /// Past this many sequences (a workload of unusual paths), new ones cross in full.
 const MAX_STAGE_SEQUENCES: usize = 4096;
+/// A sequence longer than this (many retries) crosses in full.
+const MAX_STAGES_BY_ID: usize = 32;
 
 #[derive(Serialize)]
 #[serde(untagged)]
@@ -335,17 +337,25 @@ enum Stages<'a> {
 }
 
 impl StageTable {
-    /// The id of `marks`, and whether it is new to the host (to be sent in the table's part of the wire).
+    /// The id of `marks`, and whether it is new to the host (to be sent in the table's part of the wire). Looked
+    /// up without allocating: this runs for every result.
     fn id_of(&mut self, marks: &[StationMark]) -> Option<(u32, bool)> {
-        let key: Vec<(&'static str, &'static str)> = marks.iter().map(|m| (m.station, m.outcome)).collect();
-        if let Some(&id) = self.ids.get(&key) {
+        let mut key = [("", ""); MAX_STAGES_BY_ID];
+        if marks.len() > key.len() {
+            return None;
+        }
+        for (slot, m) in key.iter_mut().zip(marks) {
+            *slot = (m.station, m.outcome);
+        }
+        let key = &key[..marks.len()];
+        if let Some(&id) = self.ids.get(key) {
             return Some((id, false));
         }
         if self.ids.len() >= MAX_STAGE_SEQUENCES {
             return None;
         }
         let id = self.ids.len() as u32;
-        self.ids.insert(key, id);
+        self.ids.insert(key.to_vec(), id);
         Some((id, true))
     }
 }
@@ -451,6 +461,11 @@ mod tests {
         let later: Value = serde_json::from_str(&results_to_wire(vec![other], &mut table)[0]).unwrap();
         assert_eq!(later[0], serde_json::json!([]));
         assert_eq!(later[1][5], 1);
+        let mut long = plain();
+        long.metadata.stages = (0..MAX_STAGES_BY_ID + 1).map(|_| StationMark { station: "retry", outcome: "scheduled", at: Instant::now() }).collect();
+        let inline: Value = serde_json::from_str(&results_to_wire(vec![long], &mut table)[0]).unwrap();
+        assert_eq!(inline[0], serde_json::json!([]), "a sequence too long for the table is not entered");
+        assert_eq!(inline[1][5].as_array().map(Vec::len), Some(MAX_STAGES_BY_ID + 1));
     }
 
     #[test]
