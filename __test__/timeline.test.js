@@ -5,7 +5,7 @@
 
 const { describe, it } = require('node:test')
 const assert = require('node:assert/strict')
-const { renderTimeline } = require('../timeline.js')
+const { renderTimeline } = require('../lib/timeline.js')
 const { result } = require('../scripts/timeline-screenshot.js')
 
 const STARTED_AT = Date.UTC(2025, 0, 15, 9, 30, 0)

@@ -7,7 +7,7 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
-const { renderTimeline } = require('../timeline.js')
+const { renderTimeline } = require('../lib/timeline.js')
 
 const BROWSERS = ['chromium', 'chromium-browser', 'google-chrome']
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])

@@ -1,0 +1,568 @@
+'use strict'
+// The executor. The engine (crates/core, through binding.js) runs every station; this layer only runs the handlers
+// on the JS thread, turns what they return or throw into strings, and settles them with synchronous calls into the
+// engine. See ../shared/DESIGN.md, "The boundary".
+
+const { Engine } = require('../binding.js')
+const observe = require('./observe.js')
+const { DEFINITION_FORMATS } = require('./formats.js')
+const { describeReturn, describeThrown, abortReasonText, bigintToString } = require('./describe.js')
+const { argumentsOf, programmerError, policyJson, readResults, serializeCalls } = require('./wire.js')
+const { ENGINE_OPTIONS, LISTENER_OPTIONS, OBSERVER_OPTIONS, SPEC_FIELDS, TURN_OPTIONS, offAsOptions, pick, takeListeners, takeObservers } = require('./options.js')
+const { callHost, describeProblem, readApproval, judgeValue, callListener } = require('./callbacks.js')
+
+/** How long `close()` waits for handlers still running after their calls ended, unless told otherwise. */
+const CLOSE_TIMEOUT_MS = 5_000
+/** Strings at least this long cross as UTF-8 bytes, a slice of this many characters per turn of the event loop:
+ * encoding 10 MB at once would stall the loop for 15–20 ms. The engine shapes them off the JS thread. */
+const LARGE_CHARS = 256 * 1024
+/** How often artifacts past their TTL are looked for. */
+const SWEEP_MS = 60_000
+/** The most characters `read_artifact` returns per call (the engine's cap), and room for its header. */
+const ARTIFACT_PAGE_CHARS = 20_000
+
+/**
+ * Executors with a turn in flight, by engine id. Held strongly while a turn is open so that a turn waiting only
+ * on a deadline is never collected; the engine's wake-up finds its executor here.
+ */
+const live = new Map()
+
+function wake(engineId) {
+  const onWake = live.get(engineId)
+  if (onWake) onWake()
+}
+
+class ToolExecutor {
+  #engine
+  #handlers = new Map()
+  /** `rollbackWhen` functions, by tool name: they judge a handler's value in JS, the engine counts the flags. */
+  #judges = new Map()
+  /** `check` functions, by tool name: business checks of the arguments, run before permission. */
+  #checks = new Map()
+  #turns = new Map()
+  #runs = new Map()
+  /** Handlers whose calls timed out or were cancelled but which have not settled yet, by run. */
+  #abandoned = new Map()
+  #listeners
+  /** Where finished turns are reported: `{ onTrace?, auditSink?, onRecord?, otel?, tracer? }`; undefined when nowhere. */
+  #observers
+  #closed = false
+  /** Set while `close()` waits for the last abandoned handler and the last turn (a large value still crossing or
+   * being shaped ends its turn after the cancellation). */
+  #onIdle = null
+  /** The one `close()` in progress or done: closing twice waits for the same thing. */
+  #closing = null
+  /** Runs a step has handed out whose handlers have not started yet, with their turn: a handler that aborts
+   * its own turn must tell the engine these never ran. */
+  #notStarted = new Map()
+  /** The engine's stage sequences by id, as its results name them. */
+  #stages = []
+  /** Settlements not yet sent to the engine (see `#sendSettled`). */
+  #settled = { runs: [], kinds: [], payloads: [] }
+
+  /** @param {import('./index').ExecutorOptions} [options] */
+  constructor(options = {}) {
+    if (options === null || typeof options !== 'object') throw new TypeError('new ToolExecutor(options): options must be an object')
+    const engineOptions = pick(options, [...ENGINE_OPTIONS, ...LISTENER_OPTIONS, ...OBSERVER_OPTIONS], 'ToolExecutor options')
+    this.#listeners = takeListeners(engineOptions, 'ToolExecutor options')
+    this.#observers = takeObservers(engineOptions, this.#listeners.onTrace)
+    // Stage timings cost a little per call: results carry them when asked (`trace: true`, for timelines) or when
+    // trace events or audit records are wanted.
+    if (this.#observers?.onTrace || this.#observers?.auditSink || this.#observers?.onRecord) engineOptions.trace = true
+    const json = JSON.stringify(offAsOptions(engineOptions))
+    this.#engine = programmerError(() => new Engine(json, wake))
+    sweepArtifactsWhileAlive(this.#engine)
+  }
+
+  /** Registers a tool. Throws at once when the spec cannot work (bad name, schema that does not compile, duplicate). */
+  register(spec) {
+    if (spec === null || typeof spec !== 'object') throw new TypeError('register(spec): spec must be an object')
+    if (typeof spec.handler !== 'function') {
+      throw new TypeError(`register(spec): tool "${spec.name}" needs a handler function (args, ctx) => result`)
+    }
+    const { handler, ...rest } = spec
+    const judge = typeof rest.rollbackWhen === 'function' ? rest.rollbackWhen : undefined
+    if (judge) rest.rollbackWhen = { host: true }
+    const check = rest.check
+    if (check !== undefined && typeof check !== 'function') throw new TypeError(`tool "${spec.name}": check must be a function (args, ctx) => problem | undefined`)
+    if (check) rest.check = true
+    const json = JSON.stringify(offAsOptions(pick(rest, SPEC_FIELDS, `tool "${spec.name}"`)))
+    programmerError(() => this.#engine.register(json))
+    this.#handlers.set(spec.name, handler)
+    for (const [map, fn] of [[this.#judges, judge], [this.#checks, check]]) {
+      if (fn) map.set(spec.name, fn)
+      else map.delete(spec.name)
+    }
+    return this
+  }
+
+  /**
+   * Registers `read_artifact` and `search_artifact`, with which a model pages through an output that was too long
+   * to show and was saved to an artifact. They read only this executor's artifacts.
+   */
+  registerArtifactTools() {
+    const engine = this.#engine
+    const path = { type: 'string', description: 'The artifact path given in the truncated result.' }
+    this.register({
+      name: 'read_artifact',
+      description: 'Read part of a tool output that was too long to show in full and was saved to an artifact file. ' +
+        'Offset and limit count characters; the answer says where to read on.',
+      parameters: {
+        type: 'object',
+        properties: {
+          path,
+          offset: { type: 'integer', minimum: 0, description: 'The first character to read (0 = the start).' },
+          limit: { type: 'integer', minimum: 1, maximum: ARTIFACT_PAGE_CHARS, description: 'How many characters to read (default 10000).' },
+        },
+        required: ['path'],
+        additionalProperties: false,
+      },
+      readOnly: true,
+      maxOutputChars: ARTIFACT_PAGE_CHARS + 1_000,
+      handler: ({ path, offset = 0, limit }) => engine.readArtifact(path, offset, limit),
+    })
+    this.register({
+      name: 'search_artifact',
+      description: 'Find where a pattern (a regular expression, or plain text) occurs in a saved tool output: ' +
+        'line, character offset and the text around each match, for reading on with read_artifact.',
+      parameters: {
+        type: 'object',
+        properties: { path, pattern: { type: 'string', minLength: 1, description: 'A regular expression or plain text.' } },
+        required: ['path', 'pattern'],
+        additionalProperties: false,
+      },
+      readOnly: true,
+      handler: ({ path, pattern }) => engine.searchArtifact(path, pattern),
+    })
+    return this
+  }
+
+  unregister(name) {
+    this.#handlers.delete(name)
+    this.#judges.delete(name)
+    this.#checks.delete(name)
+    return this.#engine.unregister(String(name))
+  }
+
+  /** The registered tools (without handlers), optionally only those a context may use. */
+  list(options = {}) {
+    return JSON.parse(this.#engine.list(policyJson(options.context)))
+  }
+
+  /** The registered tools as a provider's tool definitions. */
+  definitions(format, options = {}) {
+    if (!DEFINITION_FORMATS.includes(format)) {
+      throw new TypeError(`definitions(format): format must be one of ${DEFINITION_FORMATS.join(', ')}; got ${String(format)}`)
+    }
+    const policy = policyJson(options.context)
+    const defs = JSON.parse(this.#engine.definitions(format, policy))
+    if (format !== 'ai-sdk' || typeof options.jsonSchema !== 'function') return defs
+    // With the AI SDK's jsonSchema helper: the `tools` record generateText/streamText take (no execute: toolgate runs them).
+    return Object.fromEntries(defs.map((d) => [d.name, { description: d.description, inputSchema: options.jsonSchema(d.inputSchema) }]))
+  }
+
+  /** How many handlers are running now, across all turns. */
+  get running() {
+    return this.#engine.running
+  }
+
+  /** Every handler that has not settled: running ones, and those whose calls already timed out or were cancelled. */
+  pendingHandlers() {
+    const now = Date.now()
+    const entry = (call, state) => ({
+      callId: call.callId, toolName: call.toolName, attempt: call.attempt, state, reason: call.endedBy,
+      runningMs: now - call.startedAt,
+    })
+    return [...[...this.#runs.values()].map((c) => entry(c, 'running')), ...[...this.#abandoned.values()].map((c) => entry(c, 'abandoned'))]
+  }
+
+  /** Per tool and in total: calls, successes, failures by kind, latency percentiles, in flight, and the counters. */
+  stats() {
+    return JSON.parse(this.#engine.counters())
+  }
+
+  /** `stats()` in Prometheus text format, for a Node server's `/metrics`. */
+  prometheus() {
+    return observe.prometheus(this.stats())
+  }
+
+  /** Each tool's status (`ok`, `degraded`, `failing`) from its error and timeout rates, and the worst of them. */
+  healthReport() {
+    return observe.healthReport(this.stats(), this.pendingHandlers())
+  }
+
+  /** Forgets cached results of `tool`, or only those for `args`; returns how many were dropped. */
+  invalidate(tool, args) {
+    if (typeof tool !== 'string') throw new TypeError('invalidate(tool, args?): tool must be a tool name')
+    return this.#engine.invalidate(tool, args === undefined ? undefined : JSON.stringify(args))
+  }
+
+  clearCache() {
+    this.#engine.clearCache()
+  }
+
+  /**
+   * Cancels every open turn, then waits (at most `timeoutMs`) for handlers still running to settle. Resolves to
+   * the handlers that were still running at the end; after it, `execute` rejects.
+   */
+  close(options = {}) {
+    this.#closing ??= this.#close(options)
+    return this.#closing
+  }
+
+  async #close({ timeoutMs = CLOSE_TIMEOUT_MS }) {
+    this.#closed = true
+    for (const turn of this.#turns.values()) turn.abortReason = new DOMException('The tool executor was closed', 'AbortError')
+    this.#sendSettled()
+    const unstarted = [...this.#notStarted.keys()]
+    this.#notStarted.clear()
+    this.#apply(this.#engine.cancelAll('the tool executor was closed', unstarted))
+    if (this.#abandoned.size > 0 || this.#turns.size > 0) {
+      await new Promise((resolve) => {
+        const timer = setTimeout(resolve, timeoutMs)
+        this.#onIdle = () => {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+      this.#onIdle = null
+    }
+    this.#engine.removeArtifacts()
+    this.#observers?.auditSink?.close()
+    return { stillRunning: this.pendingHandlers() }
+  }
+
+  /**
+   * Runs one turn of tool calls. Resolves to one ToolResult per call, in input order; rejects only for
+   * programmer errors (calls not an array, a malformed context or signal).
+   */
+  execute(calls, options = {}) {
+    const { signal, context, onProgress, ...turnOptions } = options ?? {}
+    let step
+    try {
+      if (this.#closed) throw new TypeError('execute(calls): this ToolExecutor is closed')
+      if (!Array.isArray(calls)) throw new TypeError(`execute(calls): calls must be an array of tool calls, got ${typeof calls}`)
+      if (onProgress !== undefined && typeof onProgress !== 'function') throw new TypeError('execute(calls, { onProgress }): onProgress must be a function')
+      const turnJson = JSON.stringify(pick(turnOptions, TURN_OPTIONS, 'execute options'))
+      if (signal != null && !(typeof signal.aborted === 'boolean' && typeof signal.addEventListener === 'function')) {
+        throw new TypeError('execute(calls, { signal }): signal must be an AbortSignal')
+      }
+      const cancelled = signal?.aborted ? abortReasonText(signal.reason) : undefined
+      const policy = policyJson(context)
+      step = JSON.parse(programmerError(() => this.#engine.begin(serializeCalls(calls), policy, turnJson, cancelled)))
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return new Promise((resolve) => {
+      // `sent`: the text each call's handler settled with, which the engine does not send back when it is the output.
+      const turn = { id: step.turn, resolve, context, signal, onProgress, onAbort: null, abortReason: undefined, calls, span: undefined, sent: [] }
+      const otel = this.#observers?.otel
+      if (otel) turn.span = observe.startTurnSpan(otel, this.#observers.tracer, calls.length)
+      if (signal && !signal.aborted) {
+        turn.onAbort = () => {
+          this.#sendSettled() // a handler that settled before the abort keeps its result
+          turn.abortReason = signal.reason
+          this.#apply(this.#engine.cancel(turn.id, abortReasonText(signal.reason), this.#takeUnstarted(turn.id)))
+        }
+        signal.addEventListener('abort', turn.onAbort, { once: true })
+      }
+      this.#turns.set(turn.id, turn)
+      if (this.#turns.size === 1) live.set(this.#engine.id, () => this.#apply(this.#engine.expire()))
+      this.#applyStep(step)
+    })
+  }
+
+  #apply(wire) {
+    if (wire !== '') this.#applyStep(JSON.parse(wire))
+  }
+
+  #applyStep(step) {
+    if (step.host) for (const request of step.host) this.#askHost(request)
+    if (step.abort) for (const run of step.abort) this.#abort(run)
+    if (step.start) {
+      for (const [run, turnId] of step.start) this.#notStarted.set(run, turnId)
+      for (const start of step.start) this.#start(start)
+    }
+    if (step.done) for (const turnId of step.done) this.#finish(turnId)
+  }
+
+  /** A call waits on the host: the tool's check of its arguments, or the approval callback. Whatever the function
+   * does (answers, throws, hangs past the engine's time limit), the call gets a result. */
+  #askHost([ticket, kind, turnId, callId, toolName, args, rule, reason]) {
+    const turn = this.#turns.get(turnId)
+    const context = turn?.context
+    let pending
+    if (kind === 'check') {
+      pending = callHost(() => this.#checks.get(toolName)(args, { callId, toolName, context }))
+        .then((problem) => (problem == null || problem === true ? {} : { problem: describeProblem(problem) }))
+    } else if (this.#listeners.approve === undefined) {
+      pending = Promise.resolve({ decision: 'deny', reason: 'no approval callback is set' })
+    } else {
+      const request = { callId, toolName, arguments: args, rule, reason: reason ?? undefined, context }
+      pending = callHost(() => this.#listeners.approve(request)).then(readApproval)
+    }
+    pending
+      .catch((err) => ({ error: describeProblem(err) }))
+      .then((answer) => this.#engine.answer(ticket, JSON.stringify(answer)))
+      // An answer that cannot be passed on (edited arguments holding a BigInt, say) denies the call.
+      .catch((err) => this.#engine.answer(ticket, JSON.stringify({ error: `its answer could not be read (${describeProblem(err)})` })))
+      .then((wire) => this.#apply(wire))
+  }
+
+  /** The turn's runs handed out but not started, which now never will be. */
+  #takeUnstarted(turnId) {
+    const runs = []
+    for (const [run, turn] of this.#notStarted) if (turn === turnId) runs.push(run)
+    for (const run of runs) this.#notStarted.delete(run)
+    return runs
+  }
+
+  #start([run, turnId, callId, name, args, attempt, index]) {
+    // A handler earlier in this step may have aborted the turn: the engine answered this run as not started.
+    if (!this.#notStarted.delete(run)) return
+    const turn = this.#turns.get(turnId)
+    const call = new RunningCall(turn, callId, name, attempt, args, index)
+    this.#runs.set(run, call)
+    call.judge = this.#judges.get(name)
+    const handler = this.#handlers.get(name)
+    const ctx = new HandlerContext(call, attempt, (info) => this.#progress(run, call, info))
+    let returned
+    try {
+      if (!handler) throw new Error(`tool "${name}" was unregistered before this call started`)
+      returned = handler(args, ctx)
+    } catch (err) {
+      returned = Promise.reject(err)
+    }
+    // Promise.resolve also absorbs thenables whose `then` throws; a plain value settles on the next microtask.
+    Promise.resolve(returned).then(
+      (value) => this.#settle(run, value, describeReturn),
+      (err) => this.#settle(run, err, describeThrown),
+    )
+  }
+
+  #settle(run, value, describe) {
+    const call = this.#runs.get(run)
+    if (call === undefined) {
+      this.#lateSettlement(run, describe === describeReturn ? 'resolved' : 'rejected')
+      return
+    }
+    if (call.judge && describe === describeReturn) {
+      const reason = judgeValue(call, value)
+      if (reason) this.#engine.judged(run, reason)
+    }
+    let kind, payload
+    try {
+      [kind, payload] = describe(value)
+    } catch (err) {
+      // A getter or toJSON that throws while being read: the call fails, the turn goes on.
+      [kind, payload] = ['unrepresentable', `reading it threw (${err?.message ?? String(err)})`]
+    }
+    if (typeof payload === 'string' && payload.length < LARGE_CHARS) {
+      // Kept as the engine will read it (a lone surrogate becomes U+FFFD): an output equal to it is not sent back.
+      if (!payload.isWellFormed()) payload = payload.toWellFormed()
+      call.turn.sent[call.index] = payload
+      // The run stays in #runs until the settlement crosses, so that an abort meanwhile makes it a late one.
+      const settled = this.#settled
+      settled.runs.push(run)
+      settled.kinds.push(kind)
+      settled.payloads.push(payload)
+      if (settled.runs.length === 1) queueMicrotask(this.#sendSettled)
+      return
+    }
+    this.#sendSettled() // settlements cross in the order they came
+    this.#runs.delete(run)
+    if (typeof payload === 'string') this.#sendInSlices(run, kind, payload, 0)
+    else this.#apply(this.#engine.completeBytes(run, kind, payload))
+  }
+
+  /** Handlers settling in one turn of the event loop (a batch of quick ones settles in one microtask checkpoint)
+   * cross into the engine in one call; a cancellation, `close()` or a settlement that crosses apart sends them
+   * first. A run the engine ended meanwhile all the same was answered without it: its settlement is a late one. */
+  #sendSettled = () => {
+    const { runs, kinds, payloads } = this.#settled
+    if (runs.length === 0) return
+    this.#settled = { runs: [], kinds: [], payloads: [] }
+    for (let i = runs.length - 1; i >= 0; i--) {
+      if (this.#runs.delete(runs[i])) continue
+      this.#lateSettlement(runs[i], kinds[i] === 'thrown' ? 'rejected' : 'resolved')
+      runs.splice(i, 1)
+      kinds.splice(i, 1)
+      payloads.splice(i, 1)
+    }
+    if (runs.length > 0) this.#apply(this.#engine.complete(runs, kinds, payloads))
+  }
+
+  /** A large string crosses a slice per turn of the event loop; no slice ends inside a surrogate pair. */
+  #sendInSlices(run, kind, text, from) {
+    let to = Math.min(text.length, from + LARGE_CHARS)
+    const code = text.charCodeAt(to - 1)
+    if (to < text.length && code >= 0xd800 && code <= 0xdbff) to -= 1
+    const more = to < text.length
+    const wire = this.#engine.completeBytes(run, kind, Buffer.from(text.slice(from, to)), more)
+    if (more) setImmediate(() => this.#sendInSlices(run, kind, text, to))
+    else this.#apply(wire)
+  }
+
+  #abort([run, kind]) {
+    const call = this.#runs.get(run)
+    if (!call) return
+    this.#runs.delete(run)
+    this.#abandoned.set(run, call)
+    call.endedBy = kind
+    call.endedAt = Date.now()
+    const { turn } = call
+    call.abort(kind === 'cancelled' && turn.abortReason !== undefined ? turn.abortReason : new DOMException(TIMEOUT_MESSAGES[kind], 'TimeoutError'))
+  }
+
+  /** A handler settled after its call was answered: its side effects happened past the deadline. Recorded. */
+  #lateSettlement(run, outcome) {
+    const call = this.#abandoned.get(run)
+    if (call === undefined) return
+    this.#abandoned.delete(run)
+    this.#engine.noteLateSettlement(call.toolName)
+    this.#emitTrace({
+      type: 'late_settlement', callId: call.callId, toolName: call.toolName, attempt: call.attempt, endedBy: call.endedBy,
+      outcome, afterMs: Date.now() - call.endedAt, args: this.#snapshots([call.args])[0],
+    })
+    if (this.#abandoned.size === 0 && this.#turns.size === 0) this.#onIdle?.()
+  }
+
+  /** Arguments as a trace shows them, one crossing for a whole turn: secrets redacted, each one's size capped.
+   * One that cannot be shown as JSON (a handler may have changed it) says so. */
+  #snapshots(list) {
+    const json = list.map((args) => {
+      try {
+        return JSON.stringify(args, bigintToString) ?? 'null'
+      } catch {
+        return '"(arguments that cannot be shown as JSON)"'
+      }
+    })
+    return JSON.parse(this.#engine.snapshots(`[${json.join(',')}]`))
+  }
+
+  #progress(run, call, info) {
+    // Progress from a run that already ended neither revives it nor reaches the listeners.
+    if (!this.#runs.has(run) || !this.#engine.progress(run)) return
+    const event = { callId: call.callId, toolName: call.toolName, attempt: call.attempt, info }
+    for (const listener of [this.#listeners.onProgress, call.turn.onProgress]) {
+      if (listener) callListener(listener, event, 'onProgress')
+    }
+  }
+
+  #emitTrace(event) {
+    const onTrace = this.#listeners.onTrace
+    if (onTrace) queueMicrotask(() => callListener(onTrace, [event], 'onTrace'))
+  }
+
+  #finish(turnId) {
+    const turn = this.#turns.get(turnId)
+    if (turn === undefined) return
+    this.#turns.delete(turnId)
+    if (this.#turns.size === 0) live.delete(this.#engine.id)
+    if (turn.onAbort) turn.signal.removeEventListener('abort', turn.onAbort)
+    const results = readResults(this.#engine.finish(turnId), turn.sent, this.#stages)
+    if (this.#observers) {
+      try {
+        this.#report(turn, results)
+      } catch (err) {
+        // An audit file that cannot be written must not cost the turn its results.
+        process.emitWarning(`toolgate: reporting a finished turn failed: ${err?.message ?? String(err)}`)
+      }
+    }
+    turn.resolve(results)
+    if (this.#turns.size === 0 && this.#abandoned.size === 0) this.#onIdle?.()
+  }
+
+  /** A finished turn to the observers: audit records now (each one line, written whole), spans, and trace events
+   * on a later turn of the event loop, so that a slow listener never holds the pipeline. */
+  #report(turn, results) {
+    const { onTrace, auditSink, onRecord, otel, tracer } = this.#observers
+    const traceId = `${this.#engine.id}-${turn.id}`
+    const args = auditSink || onRecord || onTrace ? this.#snapshots(turn.calls.map(argumentsOf)) : undefined
+    if (auditSink || onRecord) {
+      for (const [i, r] of results.entries()) {
+        const record = observe.auditRecord(traceId, r, args[i], turn.context)
+        if (auditSink) auditSink.write(record)
+        if (onRecord) callListener(onRecord, record, 'audit.onRecord')
+      }
+    }
+    if (turn.span) {
+      // Without an SDK the API hands out spans that record nothing: no call spans are made then.
+      if (turn.span.isRecording()) observe.callSpans(otel, tracer, turn.span, results)
+      turn.span.end()
+    }
+    if (onTrace) {
+      const events = observe.traceEvents(traceId, results, args)
+      setImmediate(() => callListener(onTrace, events, 'onTrace'))
+    }
+  }
+}
+
+/** A handler in flight. Its AbortController is made only when the handler reads `ctx.signal`: most never do,
+ * and making one costs more than the rest of a trivial call's bookkeeping in JS. */
+class RunningCall {
+  constructor(turn, callId, toolName, attempt, args, index) {
+    this.turn = turn
+    this.index = index
+    this.callId = callId
+    this.toolName = toolName
+    this.attempt = attempt
+    this.args = args
+    this.startedAt = Date.now()
+    this.controller = undefined
+    this.abortReason = undefined
+    /** Set when the engine answered the call without the handler: 'timeout', 'idle_timeout' or 'cancelled'. */
+    this.endedBy = undefined
+    this.endedAt = undefined
+  }
+
+  get signal() {
+    if (this.controller === undefined) {
+      this.controller = new AbortController()
+      if (this.abortReason !== undefined) this.controller.abort(this.abortReason)
+    }
+    return this.controller.signal
+  }
+
+  abort(reason) {
+    this.abortReason = reason
+    this.controller?.abort(reason)
+  }
+}
+
+const CALL = Symbol('toolgate.call')
+/** `signal` as an own enumerable getter, so that `{ ...ctx }` keeps it. One descriptor for every context: V8 then
+ * shares the object's shape, where a getter made per call costs half a microsecond. */
+const SIGNAL = { get() { return this[CALL].signal }, enumerable: true }
+
+/** What a handler gets as `ctx`. */
+class HandlerContext {
+  constructor(call, attempt, progress) {
+    this.callId = call.callId
+    this.toolName = call.toolName
+    this.context = call.turn.context
+    this.attempt = attempt
+    this.progress = progress
+    this[CALL] = call
+    Object.defineProperty(this, 'signal', SIGNAL)
+  }
+}
+
+const TIMEOUT_MESSAGES = {
+  timeout: 'The tool call exceeded its time limit',
+  idle_timeout: 'The tool call reported no progress within its idle limit',
+  cancelled: 'The tool call was cancelled',
+}
+
+/** Sweeps the engine's artifacts past their TTL now and then, without keeping the process or the engine alive. */
+function sweepArtifactsWhileAlive(engine) {
+  const ref = new WeakRef(engine)
+  const timer = setInterval(() => {
+    const alive = ref.deref()
+    if (alive === undefined) clearInterval(timer)
+    else alive.sweepArtifacts()
+  }, SWEEP_MS)
+  timer.unref()
+}
+
+module.exports = { ToolExecutor }

@@ -1,0 +1,101 @@
+'use strict'
+// The wire between the JS layer and the engine: calls and contexts in, results out (see the engine's
+// `results_to_wire`), and the engine's refusals of a programmer's input as TypeErrors.
+
+/** Marker the engine reads in place of a call that JSON.stringify could not serialize. */
+const UNSERIALIZABLE = '__toolgateUnserializable'
+
+/** A call's arguments as the model sent them (parsed when they are JSON text). */
+function argumentsOf(call) {
+  const raw = call?.input ?? call?.arguments ?? call?.args ?? call?.function?.arguments
+  if (typeof raw !== 'string') return raw ?? {}
+  try {
+    return JSON.parse(raw)
+  } catch {
+    return raw
+  }
+}
+
+/** The engine's refusals of a programmer's input, thrown as the TypeError the JS-side checks throw. */
+function programmerError(fn) {
+  try {
+    return fn()
+  } catch (err) {
+    throw err?.code === 'InvalidArg' ? new TypeError(err.message) : err
+  }
+}
+
+function policyJson(context) {
+  if (context == null) return ''
+  if (typeof context !== 'object') throw new TypeError('execute(calls, { context }): context must be an object')
+  // Plain fields (sessionId, userId, tenantId, …) key dedup sessions, cache scopes and rate-limit buckets.
+  const fields = {}
+  for (const [key, value] of Object.entries(context)) {
+    if (typeof value === 'string' || typeof value === 'number') fields[key] = String(value)
+  }
+  const policy = { fields }
+  if (context.permissions !== undefined) policy.permissions = context.permissions
+  if (context.maxRisk !== undefined) policy.maxRisk = context.maxRisk
+  for (const key of ['allowedTools', 'deniedTools', 'approvedTools']) {
+    const list = context[key]
+    if (list === undefined) continue
+    if (!Array.isArray(list) || !list.every((n) => typeof n === 'string')) {
+      throw new TypeError(`context.${key} must be an array of tool names`)
+    }
+    policy[key] = list
+  }
+  return JSON.stringify(policy)
+}
+
+/** A turn's results from the engine's wire form (see `results_to_wire` in the engine): a JSON array whose first
+ * entry holds the stage sequences new to `stages` (the executor's table of them, by id) and whose other entries are
+ * the results, a plain success as an array of its values, built here into the same object key for key; then the
+ * outputs of those plain successes that are not the text their handler sent (`sent`, by call), in order. */
+function readResults(wire, sent, stages) {
+  const rows = JSON.parse(wire[0])
+  for (const fresh of rows[0]) stages.push(fresh)
+  const results = new Array(rows.length - 1)
+  let output = 1
+  for (let i = 0; i < results.length; i++) {
+    const row = rows[i + 1]
+    if (!Array.isArray(row)) results[i] = row
+    else results[i] = plainResult(row, row[2] & 32 ? sent[i] : wire[output++], typeof row[5] === 'number' ? stages[row[5]].slice() : row[5])
+  }
+  return results
+}
+
+function plainResult([callId, name, flags, latencyMs, attempts, , startedAt, queuedMs, structured, redactions, timings, starts], output, stages) {
+  const metadata = {}
+  if (flags & 16) metadata.structured = structured
+  if (redactions !== null) metadata.redactions = redactions
+  metadata.stages = stages
+  metadata.startedAt = startedAt
+  if (queuedMs !== null) metadata.queuedMs = queuedMs
+  if (timings !== null) metadata.timings = timings
+  if (starts !== null) metadata.starts = starts
+  return {
+    callId, name, success: (flags & 1) !== 0, output, retryable: (flags & 2) !== 0, latencyMs, attempts,
+    cached: (flags & 4) !== 0, truncated: (flags & 8) !== 0, metadata,
+  }
+}
+
+function serializeCalls(calls) {
+  try {
+    return JSON.stringify(calls)
+  } catch {
+    // One call that cannot be serialized (a BigInt or a cycle in its input) must not sink the others.
+    return `[${calls.map(serializeCall).join(',')}]`
+  }
+}
+
+function serializeCall(call) {
+  try {
+    return JSON.stringify(call) ?? 'null'
+  } catch (err) {
+    const strings = (o) => Object.fromEntries(Object.entries(o ?? {}).filter(([, v]) => typeof v === 'string'))
+    const { arguments: _a, input: _i, args: _g, ...ids } = strings(call)
+    return JSON.stringify({ ...ids, function: strings(call.function), [UNSERIALIZABLE]: `its arguments cannot be serialized as JSON (${err.message})` })
+  }
+}
+
+module.exports = { argumentsOf, programmerError, policyJson, readResults, serializeCalls }
