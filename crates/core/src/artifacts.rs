@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::Deserialize;
 
-use crate::shape::byte_at;
+use crate::text::byte_at;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]

@@ -4,9 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::judge::Rollback;
-use crate::redact::Redactions;
-use crate::result::{Image, ToolResult};
+use crate::result::{Image, Redactions, Rollback, ToolResult};
 
 /// Separates the parts of a key; never appears in a tool name and is escaped in JSON text.
 pub const SEP: char = '\u{1}';

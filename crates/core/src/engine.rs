@@ -20,13 +20,13 @@ use crate::options::{EngineOptions, ToolSpec, TurnOptions};
 use crate::permission::{self, Decision, Permissions, Policy};
 use crate::ratelimit::{self, RateLimit};
 use crate::registry::{DefinitionFormat, Registry, Tool};
-use crate::repair::{self, Repair};
-use crate::result::{failure_output, AttemptError, ErrorKind, PermissionNote, StageTable, StationMark, ToolResult};
+use crate::repair;
+use crate::result::{failure_output, AttemptError, ErrorKind, PermissionNote, Repair, Rollback, StageTable, StationMark, ToolResult};
 use crate::scheduler::Schedule;
 use crate::shape::Shaper;
 use crate::store::{Bucket, MemoryLimits, MemoryStore, Store, Take};
 use crate::timer::Deadlines;
-use crate::judge::{self, Rollback};
+use crate::judge;
 use crate::metrics::CallMetrics;
 use crate::{checks, invoke, lookup, parse, retry, shape, validate};
 
@@ -392,7 +392,7 @@ impl Engine {
 
     /// An engine whose cache, buckets and counters live in `store` (shared across processes, for instance).
     pub fn with_store(options: EngineOptions, store: Box<dyn Store>) -> Result<Self, String> {
-        let rate_limit = options.rate_limit.as_ref().map(|v| RateLimit::parse(v).expect("checked with the options"));
+        let rate_limit = options.rate_limit.as_ref().map(RateLimit::parse).transpose()?;
         let shaper = Shaper::new(&options.redact, options.artifacts.clone(), options.preview_chars, options.max_error_chars)?;
         let sessions = std::num::NonZeroUsize::new(options.dedup.max_sessions).expect("checked positive");
         let permissions = options.permissions.as_ref().map(|p| Permissions::parse(p, "executor")).transpose()?.unwrap_or_default();

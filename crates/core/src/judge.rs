@@ -3,10 +3,9 @@
 //! orchestrator to roll back and try another way. A session's consecutive flags are counted: past the executor's
 //! limit the flag is no longer raised, so an agent cannot loop on it forever.
 
-use serde::Serialize;
 use serde_json::Value;
 
-use crate::result::ToolResult;
+use crate::result::{ToolResult, NO_OUTPUT};
 
 #[derive(Debug)]
 pub enum Rule {
@@ -17,12 +16,6 @@ pub enum Rule {
     EmptyAt(String),
     StartsWith(String),
     Matches(regex::Regex),
-}
-
-/// What the orchestrator reads on a flagged result.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
-pub struct Rollback {
-    pub reason: String,
 }
 
 const FORMS: &str = "rollbackWhen must be a rule or a list of rules: { emptyAt: '/pointer' }, { startsWith: 'text' }, \
@@ -70,7 +63,7 @@ pub fn judge(rules: &[Rule], result: &ToolResult) -> Option<String> {
             let found = match &result.metadata.structured {
                 Some(value) => value.pointer(pointer),
                 None if pointer.is_empty() => {
-                    let empty = result.output.trim().is_empty() || result.output == crate::normalize::NO_OUTPUT;
+                    let empty = result.output.trim().is_empty() || result.output == NO_OUTPUT;
                     return empty.then(|| "nothing in the result".to_string());
                 }
                 None => return None,

@@ -24,6 +24,7 @@ pub mod retry;
 pub mod scheduler;
 pub mod shape;
 pub mod store;
+pub mod text;
 pub mod timer;
 pub mod validate;
 

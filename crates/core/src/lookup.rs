@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::permission::Policy;
 use crate::registry::{Registry, Tool};
+use crate::text::{edit_distance, fold};
 
 pub fn lookup(registry: &Registry, policy: &Policy, name: &str) -> Result<Arc<Tool>, String> {
     if let Some(tool) = registry.get(name) {
@@ -50,29 +51,6 @@ pub fn closest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
     best.map(|(_, c)| c)
 }
 
-pub fn fold(name: &str) -> String {
-    name.chars().filter(|c| !matches!(c, '_' | '-' | ' ' | '.')).flat_map(char::to_lowercase).collect()
-}
-
-/// Edit distance over chars, counting a swap of two neighbours as one edit (optimal string alignment): `qeury` is
-/// one edit from `query`, as a typist would see it.
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let width = b.len() + 1;
-    let mut d: Vec<usize> = (0..(a.len() + 1) * width).map(|k| if k < width { k } else if k % width == 0 { k / width } else { 0 }).collect();
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (d[(i - 1) * width + j] + 1).min(d[i * width + j - 1] + 1).min(d[(i - 1) * width + j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(d[(i - 2) * width + j - 2] + 1);
-            }
-            d[i * width + j] = best;
-        }
-    }
-    d[a.len() * width + b.len()]
-}
 
 #[cfg(test)]
 mod tests {

@@ -3,12 +3,11 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::result::{Binary, ErrorKind, Image, ToolResult};
+use crate::result::{Binary, ErrorKind, Image, ToolResult, NO_OUTPUT};
 use crate::retry;
 
 /// How much of stderr the model sees next to stdout; all of it stays in metadata.
 const STDERR_SUMMARY_CHARS: usize = 500;
-pub const NO_OUTPUT: &str = "(no output)";
 
 /// A handler's settlement as the JS layer describes it.
 #[derive(Debug, Clone, PartialEq)]

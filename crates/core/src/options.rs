@@ -4,7 +4,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::artifacts::ArtifactOptions;
-use crate::permission::Risk;
 use crate::redact::RedactOptions;
 use crate::repair::RepairOptions;
 
@@ -14,6 +13,27 @@ pub const DEFAULT_CONCURRENCY: usize = 8;
 pub const DEFAULT_MAX_OUTPUT_CHARS: usize = 30_000;
 pub const DEFAULT_MAX_ERROR_CHARS: usize = 10_000;
 pub const DEFAULT_PREVIEW_CHARS: usize = 2_000;
+
+/// How much a tool can change, in increasing order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Risk {
+    Read,
+    Write,
+    Destructive,
+    Admin,
+}
+
+impl Risk {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Risk::Read => "read",
+            Risk::Write => "write",
+            Risk::Destructive => "destructive",
+            Risk::Admin => "admin",
+        }
+    }
+}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -202,12 +222,6 @@ impl EngineOptions {
         crate::dedup::Mode::parse(&self.dedup.policy)?;
         positive("approvalTimeoutMs", self.approval_timeout_ms as usize)?;
         positive("checkTimeoutMs", self.check_timeout_ms as usize)?;
-        if let Some(p) = &self.permissions {
-            crate::permission::Permissions::parse(p, "executor")?;
-        }
-        if let Some(limit) = &self.rate_limit {
-            crate::ratelimit::RateLimit::parse(limit)?;
-        }
         self.retry.check()
     }
 

@@ -3,7 +3,8 @@
 use serde_json::{Map, Value};
 
 use crate::calls::{type_name, RawArgs};
-use crate::repair::{self, Repair};
+use crate::repair;
+use crate::result::Repair;
 
 /// The arguments as one object, and, when the text was not valid JSON but could be mended, what was mended and
 /// the parser's error (which stands if the mended call still fails validation).

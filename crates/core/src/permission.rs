@@ -15,29 +15,9 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::options::Risk;
 use crate::registry::Tool;
 use crate::result::ErrorKind;
-
-/// How much a tool can change, in increasing order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Risk {
-    Read,
-    Write,
-    Destructive,
-    Admin,
-}
-
-impl Risk {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Risk::Read => "read",
-            Risk::Write => "write",
-            Risk::Destructive => "destructive",
-            Risk::Admin => "admin",
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -23,7 +23,7 @@
 //! A rejected candidate never hides a later secret: the search resumes inside it.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
@@ -33,8 +33,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
-/// Counts of redactions per rule name, e.g. `{"github-token": 2}`.
-pub type Redactions = BTreeMap<String, u64>;
+use crate::result::Redactions;
 
 /// Executor option `redact` as it arrives in JSON; every field optional.
 #[derive(Debug, Clone, Deserialize)]

@@ -10,10 +10,9 @@ use serde_json::{json, Map, Value};
 
 use crate::checks;
 use crate::judge;
-use crate::permission::Risk;
 
 use crate::dedup::{Dedup, Mode};
-use crate::options::{EngineOptions, RetryPolicy, ToolSpec};
+use crate::options::{EngineOptions, RetryPolicy, Risk, ToolSpec};
 use crate::ratelimit::RateLimit;
 
 /// The longest name every provider accepts (OpenAI's limit is the tightest).

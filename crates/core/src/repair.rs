@@ -3,46 +3,12 @@
 //! cut-off end); a key goes to a property only when exactly one property is that close; a value changes type only
 //! where it fails its declared type; and the repaired call must pass validation, or the original error stands.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Map, Number, Value};
 
-use crate::lookup::{edit_distance, fold};
+use crate::result::Repair;
+use crate::text::{edit_distance, fold};
 
-/// What a repair changed: where (a JSON pointer into the arguments; empty for the whole text or the tool name),
-/// what was there, what is there now, and the rule that did it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Repair {
-    pub path: String,
-    pub before: Value,
-    pub after: Value,
-    pub rule: String,
-}
-
-impl Repair {
-    fn new(path: &str, before: Value, after: Value, rule: &str) -> Self {
-        Repair { path: path.to_string(), before, after, rule: rule.to_string() }
-    }
-
-    /// This repair as the model and the trace may see it: `before` and `after` redacted as the argument they are
-    /// (so a value under a key such as `password` is never echoed).
-    pub fn redacted(mut self, redact: impl Fn(&mut Value) -> crate::redact::Redactions) -> Self {
-        let key = self.path.rsplit('/').next().unwrap_or("").replace("~1", "/").replace("~0", "~");
-        for value in [&mut self.before, &mut self.after] {
-            if value.is_null() {
-                continue;
-            }
-            let mut wrapped = Value::Object(Map::from_iter([(key.clone(), value.take())]));
-            redact(&mut wrapped);
-            *value = wrapped.as_object_mut().and_then(|m| m.remove(&key)).unwrap_or(Value::Null);
-        }
-        self
-    }
-
-    /// An unknown tool name taken as the one usable tool it matches ignoring case and separators.
-    pub fn named_tool(called: &str, tool: &str) -> Self {
-        Self::new("", Value::String(called.into()), Value::String(tool.into()), "tool-name")
-    }
-}
 
 /// Which repairs an executor makes; `repair: false` turns them all off.
 #[derive(Debug, Clone, Deserialize)]

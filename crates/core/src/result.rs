@@ -1,14 +1,11 @@
 //! The contract every call ends in: one `ToolResult`, whatever happened.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use rustc_hash::FxHashMap;
-use serde_json::Value;
-
-use crate::judge::Rollback;
-use crate::redact::Redactions;
-use crate::repair::Repair;
+use serde_json::{Map, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -41,6 +38,54 @@ impl ErrorKind {
             ErrorKind::HandlerError => "handler_error",
             ErrorKind::Duplicate => "duplicate",
         }
+    }
+}
+
+/// What a successful result with nothing in it reads as.
+pub const NO_OUTPUT: &str = "(no output)";
+
+/// Counts of redactions per rule name, e.g. `{"github-token": 2}`.
+pub type Redactions = BTreeMap<String, u64>;
+
+/// What the orchestrator reads on a result its tool's `rollbackWhen` flagged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rollback {
+    pub reason: String,
+}
+
+/// What a repair changed: where (a JSON pointer into the arguments; empty for the whole text or the tool name),
+/// what was there, what is there now, and the rule that did it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Repair {
+    pub path: String,
+    pub before: Value,
+    pub after: Value,
+    pub rule: String,
+}
+
+impl Repair {
+    pub fn new(path: &str, before: Value, after: Value, rule: &str) -> Self {
+        Repair { path: path.to_string(), before, after, rule: rule.to_string() }
+    }
+
+    /// This repair as the model and the trace may see it: `before` and `after` redacted as the argument they are
+    /// (so a value under a key such as `password` is never echoed).
+    pub fn redacted(mut self, redact: impl Fn(&mut Value) -> Redactions) -> Self {
+        let key = self.path.rsplit('/').next().unwrap_or("").replace("~1", "/").replace("~0", "~");
+        for value in [&mut self.before, &mut self.after] {
+            if value.is_null() {
+                continue;
+            }
+            let mut wrapped = Value::Object(Map::from_iter([(key.clone(), value.take())]));
+            redact(&mut wrapped);
+            *value = wrapped.as_object_mut().and_then(|m| m.remove(&key)).unwrap_or(Value::Null);
+        }
+        self
+    }
+
+    /// An unknown tool name taken as the one usable tool it matches ignoring case and separators.
+    pub fn named_tool(called: &str, tool: &str) -> Self {
+        Self::new("", Value::String(called.into()), Value::String(tool.into()), "tool-name")
     }
 }
 

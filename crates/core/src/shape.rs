@@ -11,8 +11,9 @@ use serde_json::{Map, Value};
 use unicode_segmentation::GraphemeCursor;
 
 use crate::artifacts::{ArtifactOptions, Artifacts};
-use crate::redact::{RedactOptions, Redactions, Redactor};
-use crate::result::{failure_output, ToolResult};
+use crate::redact::{RedactOptions, Redactor};
+use crate::result::{failure_output, Redactions, ToolResult};
+use crate::text::{byte_at, char_count};
 
 /// The shaping every call of one executor gets: compiled once, shared with the threads that shape large outputs.
 pub struct Shaper {
@@ -206,22 +207,6 @@ fn redact_in_place(redactor: &Redactor, text: &mut String, counts: &mut Redactio
     }
 }
 
-/// Characters as `chars()` counts them; a text no longer in bytes than the limit is within it in characters.
-pub fn char_count(text: &str) -> usize {
-    if text.is_ascii() {
-        text.len()
-    } else {
-        text.chars().count()
-    }
-}
-
-/// The byte offset of the `n`th character (or the end).
-pub fn byte_at(text: &str, n: usize) -> usize {
-    if n >= text.len() {
-        return text.len();
-    }
-    text.char_indices().nth(n).map_or(text.len(), |(i, _)| i)
-}
 
 /// The byte offset of a cut that keeps at most `n` characters and does not split a grapheme cluster.
 fn cut_at(text: &str, n: usize) -> usize {
