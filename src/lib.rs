@@ -170,11 +170,7 @@ impl Engine {
     /// Each value of a JSON array with secrets redacted and its size capped, as a trace shows arguments.
     #[napi]
     pub fn snapshots(&self, json_array: String) -> Result<String> {
-        let mut values: Vec<serde_json::Value> = serde_json::from_str(&json_array).map_err(|e| fail(format!("snapshots: not a JSON array: {e}")))?;
-        for value in &mut values {
-            self.inner.snapshot(value);
-        }
-        Ok(serde_json::Value::Array(values).to_string())
+        self.inner.snapshots(&json_array).map_err(fail)
     }
 
     #[napi]
@@ -239,8 +235,7 @@ impl Engine {
     /// Forgets cached results of `tool`, or only those for the arguments in `args_json`; returns how many.
     #[napi]
     pub fn invalidate(&mut self, tool: String, args_json: Option<String>) -> Result<u32> {
-        let args = args_json.map(|json| serde_json::from_str(&json)).transpose().map_err(|e| fail(format!("invalidate: args must be JSON: {e}")))?;
-        Ok(self.inner.invalidate(&tool, args.as_ref()) as u32)
+        Ok(self.inner.invalidate(&tool, args_json.as_deref()).map_err(fail)? as u32)
     }
 
     #[napi]

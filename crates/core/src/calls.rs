@@ -4,6 +4,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use crate::json;
+
 /// The arguments exactly as the model sent them, before the parse station.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RawArgs {
@@ -13,6 +15,8 @@ pub enum RawArgs {
     Parsed(Value),
     /// No arguments field at all.
     Missing,
+    /// Arguments that were sent but cannot be read (nested past the limit), and why.
+    Unreadable(String),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -22,6 +26,8 @@ pub struct IncomingCall {
     pub args: RawArgs,
     /// Why the call could not even be read (not an object, or a value JS could not serialize).
     pub unreadable: Option<String>,
+    /// Halves of UTF-16 surrogate pairs in the arguments, read as U+FFFD.
+    pub lone_surrogates: usize,
 }
 
 /// The marker the JS layer puts in place of a call it could not serialize.
@@ -68,9 +74,9 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValu
 }
 
 fn read_call(item: &RawValue) -> IncomingCall {
-    let unreadable = |why: String| IncomingCall { id: new_call_id(), name: String::new(), args: RawArgs::Missing, unreadable: Some(why) };
+    let unreadable = |why: String| IncomingCall { id: new_call_id(), name: String::new(), args: RawArgs::Missing, unreadable: Some(why), lone_surrogates: 0 };
     if !item.get().starts_with('{') {
-        let value: Value = serde_json::from_str(item.get()).unwrap_or(Value::Null);
+        let value: Value = json::from_str_mended(item.get()).map_or(Value::Null, |(v, _)| v);
         return unreadable(format!("a tool call must be an object, got {}", type_name(&value)));
     }
     let call: WireCall = match serde_json::from_str(item.get()) {
@@ -80,20 +86,24 @@ fn read_call(item: &RawValue) -> IncomingCall {
     let function: WireCall = call.function.filter(|f| f.get().starts_with('{')).and_then(|f| serde_json::from_str(f.get()).ok()).unwrap_or_default();
     let id = own_or_nested([call.call_id, call.tool_call_id, call.id], [function.call_id, function.tool_call_id, function.id]).into_iter().find_map(non_empty_string).unwrap_or_else(new_call_id);
     let name = own_or_nested([call.name, call.tool_name, None], [function.name, function.tool_name, None]).into_iter().find_map(non_empty_string).unwrap_or_default();
-    let unreadable_why = call.unserializable.or(function.unserializable).map(|v| match serde_json::from_str::<Value>(v.get()) {
-        Ok(Value::String(s)) => s,
+    let unreadable_why = call.unserializable.or(function.unserializable).map(|v| match json::from_str_mended::<Value>(v.get()) {
+        Ok((Value::String(s), _)) => s,
         _ => v.get().to_string(),
     });
-    let args = own_or_nested([call.arguments, call.input, call.args], [function.arguments, function.input, function.args])
-        .into_iter()
-        .flatten()
-        .next()
-        .map_or(RawArgs::Missing, |raw| match serde_json::from_str::<Value>(raw.get()) {
-            Ok(Value::String(s)) => RawArgs::Text(s),
-            Ok(Value::Null) | Err(_) => RawArgs::Missing,
-            Ok(other) => RawArgs::Parsed(other),
-        });
-    IncomingCall { id, name, args, unreadable: unreadable_why }
+    let sent = own_or_nested([call.arguments, call.input, call.args], [function.arguments, function.input, function.args]).into_iter().flatten().next();
+    let (args, lone_surrogates) = match sent.map(|raw| json::from_str_mended::<Value>(raw.get())) {
+        None | Some(Ok((Value::Null, _))) => (RawArgs::Missing, 0),
+        Some(Ok((Value::String(s), n))) => (RawArgs::Text(s), n),
+        Some(Ok((other, n))) => (RawArgs::Parsed(other), n),
+        Some(Err(e)) if json::too_deep(&e) => (RawArgs::Unreadable(too_deep()), 0),
+        Some(Err(e)) => (RawArgs::Unreadable(format!("The arguments could not be read ({e}). Send them as one JSON object.")), 0),
+    };
+    IncomingCall { id, name, args, unreadable: unreadable_why, lone_surrogates }
+}
+
+/// Why arguments nested past the limit are refused, in the model's terms.
+pub fn too_deep() -> String {
+    format!("The arguments nest arrays and objects more than {} levels deep, too deep to read. Send them as one JSON object nested less deeply.", json::MAX_DEPTH)
 }
 
 fn own_or_nested<'a>(own: [Option<&'a RawValue>; 3], nested: [Option<&'a RawValue>; 3]) -> [Option<&'a RawValue>; 3] {
@@ -102,7 +112,7 @@ fn own_or_nested<'a>(own: [Option<&'a RawValue>; 3], nested: [Option<&'a RawValu
 
 fn non_empty_string(raw: Option<&RawValue>) -> Option<String> {
     let raw = raw.filter(|r| r.get().starts_with('"'))?;
-    serde_json::from_str::<String>(raw.get()).ok().filter(|s| !s.is_empty())
+    json::from_str_mended::<String>(raw.get()).ok().map(|(s, _)| s).filter(|s| !s.is_empty())
 }
 
 pub fn new_call_id() -> String {
@@ -169,6 +179,21 @@ mod tests {
         assert_eq!(u.unreadable.as_deref(), Some("null"));
         let i = one(r#"{"call_id":null,"id":"c4","name":"inc"}"#);
         assert_eq!(i.id, "c4", "a null id field is passed over for the next one");
+    }
+
+    #[test]
+    fn arguments_with_half_a_surrogate_pair_are_read_not_lost() {
+        let object = one(r#"{"name":"s","input":{"q":"Zo\ud83d"}}"#);
+        assert_eq!((object.args, object.lone_surrogates), (RawArgs::Parsed(serde_json::json!({"q": "Zo\u{fffd}"})), 1));
+        let text = one(r#"{"name":"s","arguments":"{\"q\":\"Zo\ud83d\"}"}"#);
+        assert_eq!((text.args, text.lone_surrogates), (RawArgs::Text("{\"q\":\"Zo\u{fffd}\"}".into()), 1));
+        assert_eq!(one(r#"{"name":"s\udc00"}"#).name, "s\u{fffd}", "a name is read the same way");
+    }
+
+    #[test]
+    fn arguments_nested_past_the_limit_are_unreadable_not_missing() {
+        let deep = format!(r#"{{"name":"s","input":{}1{}}}"#, r#"{"d":"#.repeat(200), "}".repeat(200));
+        assert_eq!(one(&deep).args, RawArgs::Unreadable(too_deep()));
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::ser::SerializeTuple;
 use serde::{Deserialize, Serialize, Serializer};
 use rustc_hash::FxHashMap;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::cache::{self, Kept};
@@ -28,7 +29,7 @@ use crate::store::{Bucket, MemoryLimits, MemoryStore, Store, Take};
 use crate::timer::Deadlines;
 use crate::judge;
 use crate::metrics::CallMetrics;
-use crate::{checks, invoke, lookup, parse, retry, shape, validate};
+use crate::{checks, invoke, json, lookup, parse, retry, shape, validate};
 
 /// A handler to start: `[run, turn, callId, toolName, args, attempt]` on the wire.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,7 +140,7 @@ pub struct HostAnswer {
 
 impl HostAnswer {
     pub fn from_json(json: &str) -> Result<Self, String> {
-        serde_json::from_str(json).map_err(|e| format!("answer: not a host answer: {e}"))
+        json::from_str_mended(json).map(|(answer, _)| answer).map_err(|e| format!("answer: not a host answer: {e}"))
     }
 }
 
@@ -588,7 +589,7 @@ impl Engine {
             }
             return (slot, None);
         }
-        let parsed = match parse::parse(call.args, repair.json) {
+        let parsed = match parse::parse(call.args, call.lone_surrogates, repair.json) {
             Ok(parsed) => parsed,
             Err(error) => {
                 let error = format!("Tool \"{name}\": {error}");
@@ -1186,6 +1187,23 @@ impl Engine {
         *args = shape::cut_value(args, SNAPSHOT_CHARS);
     }
 
+    /// Each value of a JSON array of arguments as a trace shows them (`snapshot`), as a JSON array; a value nested
+    /// too deeply to read says so in its place.
+    pub fn snapshots(&self, json_array: &str) -> Result<String, String> {
+        let items: Vec<&RawValue> = serde_json::from_str(json_array).map_err(|e| format!("snapshots: not a JSON array: {e}"))?;
+        let values: Vec<Value> = items
+            .into_iter()
+            .map(|item| match json::from_str_mended::<Value>(item.get()) {
+                Ok((mut args, _)) => {
+                    self.snapshot(&mut args);
+                    args
+                }
+                Err(_) => Value::String("(arguments nested too deeply to show)".into()),
+            })
+            .collect();
+        Ok(Value::Array(values).to_string())
+    }
+
     /// Removes artifacts past their TTL; returns how many.
     pub fn sweep_artifacts(&self) -> usize {
         self.shaper.artifacts.sweep()
@@ -1643,15 +1661,18 @@ impl Engine {
         serde_json::json!({ "total": tool_stats(&total, &total_calls, in_flight), "tools": tools })
     }
 
-    /// Forgets cached results of `tool` (only those for `args`, when given); returns how many.
-    pub fn invalidate(&mut self, tool: &str, args: Option<&Value>) -> usize {
-        let prefix = match args {
-            Some(args) => cache::args_prefix(tool, args),
+    /// Forgets cached results of `tool` (only those for the arguments in `args_json`, when given); returns how many.
+    pub fn invalidate(&mut self, tool: &str, args_json: Option<&str>) -> Result<usize, String> {
+        let prefix = match args_json {
+            Some(json) => {
+                let (args, _) = json::from_str_mended::<Value>(json).map_err(|e| format!("invalidate: args must be JSON: {e}"))?;
+                cache::args_prefix(tool, &args)
+            }
             None => cache::tool_prefix(tool),
         };
         // Flights already running may have read what changed: later calls start afresh, and they keep nothing.
         self.flights.retain(|key, _| !key.starts_with(&prefix));
-        self.store.invalidate_prefix(&prefix)
+        Ok(self.store.invalidate_prefix(&prefix))
     }
 
     pub fn clear_cache(&mut self) {

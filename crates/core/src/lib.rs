@@ -8,6 +8,7 @@ pub mod checks;
 pub mod dedup;
 pub mod engine;
 pub mod invoke;
+pub mod json;
 pub mod judge;
 pub mod lookup;
 pub mod metrics;

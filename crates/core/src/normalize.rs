@@ -3,6 +3,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::json;
 use crate::result::{Binary, ErrorKind, Image, ToolResult, NO_OUTPUT};
 use crate::retry;
 
@@ -80,21 +81,25 @@ pub fn normalize(call_id: String, name: String, outcome: Outcome) -> ToolResult 
         Outcome::Text(text) => ToolResult::success(call_id, name, text),
         Outcome::Nothing => ToolResult::success(call_id, name, NO_OUTPUT.into()),
         Outcome::Binary(bytes) => binary(call_id, name, &bytes),
-        Outcome::Json(json) => match serde_json::from_str::<Value>(&json) {
-            Ok(Value::Object(obj)) if is_stdio(&obj) => from_stdio(call_id, name, obj),
-            Ok(value) => match media_parts(&value) {
+        Outcome::Json(json) => match json::from_str_mended::<Value>(&json) {
+            Ok((Value::Object(obj), _)) if is_stdio(&obj) => from_stdio(call_id, name, obj),
+            Ok((value, replaced)) => match media_parts(&value) {
                 Some((text, images)) => {
                     let mut result = ToolResult::success(call_id, name, text);
                     result.metadata.images = images;
                     result
                 }
                 None => {
-                    let mut result = ToolResult::success(call_id, name, json);
+                    // The output is the structure's JSON: with half a surrogate pair read as U+FFFD, written again.
+                    let output = if replaced > 0 { value.to_string() } else { json };
+                    let mut result = ToolResult::success(call_id, name, output);
                     result.metadata.structured = Some(value);
                     result.metadata.output_is_structured = true;
                     result
                 }
             },
+            // Valid JSON nested too deeply to hold as a structure: the model reads its text all the same.
+            Err(e) if json::too_deep(&e) => ToolResult::success(call_id, name, json),
             Err(e) => handler_failure(call_id, name.clone(), format!("Tool \"{name}\" returned a value that is not valid JSON ({e})."), false),
         },
         Outcome::Unrepresentable(why) => handler_failure(
@@ -104,7 +109,7 @@ pub fn normalize(call_id: String, name: String, outcome: Outcome) -> ToolResult 
             false,
         ),
         Outcome::Thrown(json) => {
-            let thrown: Thrown = serde_json::from_str(&json).unwrap_or_else(|_| Thrown { non_error: Some(json), ..Thrown::default() });
+            let thrown: Thrown = json::from_str_mended(&json).map_or_else(|_| Thrown { non_error: Some(json), ..Thrown::default() }, |(t, _)| t);
             let what = match (&thrown.non_error, &thrown.name, &thrown.message) {
                 (Some(repr), _, _) => format!("it threw a non-Error value: {repr}"),
                 (None, Some(n), Some(m)) if !m.is_empty() => format!("{n}: {m}"),
@@ -258,6 +263,18 @@ mod tests {
         let r = run(Outcome::Json(r#"{"b":1,"a":[true]}"#.into()));
         assert_eq!(r.output, r#"{"b":1,"a":[true]}"#);
         assert_eq!(r.metadata.structured.unwrap().to_string(), r#"{"b":1,"a":[true]}"#, "key order kept");
+    }
+
+    #[test]
+    fn a_structure_with_half_a_surrogate_pair_or_deep_nesting_is_still_a_success() {
+        let r = run(Outcome::Json(r#"{"text":"Zo\ud83d"}"#.into()));
+        assert!(r.success, "{:?}", r.error);
+        assert_eq!(r.output, "{\"text\":\"Zo\u{fffd}\"}");
+        assert_eq!(r.metadata.structured, Some(serde_json::json!({"text": "Zo\u{fffd}"})));
+        let deep = format!("{}1{}", "[".repeat(300), "]".repeat(300));
+        let r = run(Outcome::Json(deep.clone()));
+        assert!(r.success && r.metadata.structured.is_none());
+        assert_eq!(r.output, deep, "too deep to hold as a structure: the text is the output");
     }
 
     #[test]

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::artifacts::ArtifactOptions;
+use crate::json;
 use crate::redact::RedactOptions;
 use crate::repair::RepairOptions;
 
@@ -201,7 +202,7 @@ impl Default for EngineOptions {
 impl EngineOptions {
     pub fn from_json(json: &str) -> Result<Self, String> {
         let options: EngineOptions =
-            serde_json::from_str(json).map_err(|e| format!("invalid ToolExecutor options: {e}"))?;
+            json::from_str_mended(json).map(|(o, _)| o).map_err(|e| format!("invalid ToolExecutor options: {e}"))?;
         options.check()?;
         Ok(options)
     }
@@ -310,7 +311,7 @@ pub struct ToolSpec {
 
 impl ToolSpec {
     pub fn from_json(json: &str) -> Result<Self, String> {
-        let spec: ToolSpec = serde_json::from_str(json).map_err(|e| format!("invalid tool spec: {e}"))?;
+        let spec: ToolSpec = json::from_str_mended(json).map(|(s, _)| s).map_err(|e| format!("invalid tool spec: {e}"))?;
         if let Some(t) = spec.timeout_ms {
             positive("timeoutMs", t as usize).map_err(|e| format!("tool \"{}\": {e}", spec.name))?;
         }

@@ -2,7 +2,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::calls::{type_name, RawArgs};
+use crate::calls::{too_deep, type_name, RawArgs};
+use crate::json;
 use crate::repair;
 use crate::result::Repair;
 
@@ -15,23 +16,43 @@ pub struct Parsed {
     pub parser_error: Option<String>,
 }
 
-/// `mend`: try to repair argument text that is not valid JSON (the repair station's JSON rules).
-pub fn parse(raw: RawArgs, mend: bool) -> Result<Parsed, String> {
-    let parsed = match raw {
+/// `lone_surrogates`: halves of surrogate pairs already read as U+FFFD where the call was read. `mend`: try to repair
+/// argument text that is not valid JSON (the repair station's JSON rules).
+pub fn parse(raw: RawArgs, lone_surrogates: usize, mend: bool) -> Result<Parsed, String> {
+    let mut replaced = lone_surrogates;
+    let mut parsed = match raw {
         RawArgs::Missing => Parsed { args: Value::Object(Map::new()), ..Parsed::default() },
+        RawArgs::Unreadable(why) => return Err(why),
         RawArgs::Text(text) if text.trim().is_empty() => Parsed { args: Value::Object(Map::new()), ..Parsed::default() },
         RawArgs::Text(text) => match serde_json::from_str(&text) {
             Ok(args) => Parsed { args, ..Parsed::default() },
+            Err(e) if json::too_deep(&e) => return Err(too_deep()),
             Err(e) => {
-                let error = format!("The arguments are not valid JSON ({e}). Send the arguments as one JSON object, e.g. {{\"key\": \"value\"}}.");
-                match repair::repair_json(&text).filter(|(v, _)| mend && v.is_object()) {
-                    Some((args, mended)) => Parsed { args, mended, parser_error: Some(error) },
-                    None => return Err(error),
+                // Half a surrogate pair is read as U+FFFD first; what is still wrong is the JSON's own.
+                let text = match json::mend_lone_surrogates(&text) {
+                    Some((mended, n)) => {
+                        replaced += n;
+                        mended
+                    }
+                    None => text,
+                };
+                match serde_json::from_str(&text) {
+                    Ok(args) => Parsed { args, ..Parsed::default() },
+                    Err(_) => {
+                        let error = format!("The arguments are not valid JSON ({e}). Send the arguments as one JSON object, e.g. {{\"key\": \"value\"}}.");
+                        match repair::repair_json(&text).filter(|(v, _)| mend && v.is_object()) {
+                            Some((args, mended)) => Parsed { args, mended, parser_error: Some(error) },
+                            None => return Err(error),
+                        }
+                    }
                 }
             }
         },
         RawArgs::Parsed(args) => Parsed { args, ..Parsed::default() },
     };
+    if replaced > 0 {
+        parsed.mended.insert(0, Repair::lone_surrogates(replaced));
+    }
     if !parsed.args.is_object() {
         return Err(format!(
             "The arguments must be a JSON object with the tool's parameters as keys, but they are {}.",
@@ -47,24 +68,24 @@ mod tests {
 
     #[test]
     fn empty_means_no_arguments() {
-        assert_eq!(parse(RawArgs::Text("  ".into()), true).unwrap().args, serde_json::json!({}));
-        assert_eq!(parse(RawArgs::Missing, true).unwrap().args, serde_json::json!({}));
+        assert_eq!(parse(RawArgs::Text("  ".into()), 0, true).unwrap().args, serde_json::json!({}));
+        assert_eq!(parse(RawArgs::Missing, 0, true).unwrap().args, serde_json::json!({}));
     }
 
     #[test]
     fn malformed_json_names_the_position() {
-        let err = parse(RawArgs::Text("{\"q\": x}".into()), true).unwrap_err();
+        let err = parse(RawArgs::Text("{\"q\": x}".into()), 0, true).unwrap_err();
         assert!(err.contains("line 1 column 7"), "{err}");
-        let mended = parse(RawArgs::Text("{\"q\": \"x\",}".into()), true).unwrap();
+        let mended = parse(RawArgs::Text("{\"q\": \"x\",}".into()), 0, true).unwrap();
         assert_eq!(mended.args, serde_json::json!({"q": "x"}));
         assert!(mended.parser_error.unwrap().contains("line 1 column 11"), "kept in case the mended call still fails");
-        assert!(parse(RawArgs::Text("{\"q\": \"x\",}".into()), false).is_err(), "not mended when repair is off");
+        assert!(parse(RawArgs::Text("{\"q\": \"x\",}".into()), 0, false).is_err(), "not mended when repair is off");
     }
 
     #[test]
     fn a_non_object_is_refused() {
-        let err = parse(RawArgs::Text("[1,2]".into()), true).unwrap_err();
+        let err = parse(RawArgs::Text("[1,2]".into()), 0, true).unwrap_err();
         assert!(err.contains("they are an array"), "{err}");
-        assert!(parse(RawArgs::Parsed(serde_json::json!("x")), true).is_err());
+        assert!(parse(RawArgs::Parsed(serde_json::json!("x")), 0, true).is_err());
     }
 }

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::json;
 use crate::options::Risk;
 use crate::registry::Tool;
 use crate::result::ErrorKind;
@@ -191,7 +192,7 @@ impl Policy {
         if json.is_empty() {
             return Ok(Policy::default());
         }
-        let mut policy: Policy = serde_json::from_str(json).map_err(|e| format!("invalid execution context: {e}"))?;
+        let (mut policy, _): (Policy, _) = json::from_str_mended(json).map_err(|e| format!("invalid execution context: {e}"))?;
         if let Some(value) = policy.permissions.take() {
             policy.own = Permissions::parse(&value, "context").map_err(|e| format!("context.{e}"))?;
         }

@@ -59,6 +59,10 @@ fn describe(r: &Repair) -> String {
         rule if rule.starts_with("json-") => format!("{} in the JSON", rule.trim_start_matches("json-").replace('-', " ")),
         "alias" | "key-case" | "key-underscore" | "key-typo" => format!("key {} → {}", short(&r.before), short(&r.after)),
         "null-omitted" => format!("{} null omitted", r.path),
+        "lone-surrogate" => match r.before.as_u64() {
+            Some(1) => "a lone surrogate (half of a UTF-16 pair) read as U+FFFD".into(),
+            _ => format!("{} lone surrogates (halves of UTF-16 pairs) read as U+FFFD", r.before),
+        },
         _ => format!("{} {} → {}", r.path, short(&r.before), short(&r.after)),
     }
 }

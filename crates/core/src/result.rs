@@ -87,6 +87,11 @@ impl Repair {
     pub fn named_tool(called: &str, tool: &str) -> Self {
         Self::new("", Value::String(called.into()), Value::String(tool.into()), "tool-name")
     }
+
+    /// Halves of UTF-16 surrogate pairs (half an emoji) in the arguments, read as U+FFFD: `before` counts them.
+    pub fn lone_surrogates(count: usize) -> Self {
+        Self::new("", Value::from(count), Value::String("\u{fffd}".into()), "lone-surrogate")
+    }
 }
 
 /// One station's verdict on a call, in the order the call met them. Crosses as `"station:outcome"`: one short
