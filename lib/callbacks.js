@@ -2,7 +2,7 @@
 // The application's own functions (checks, the approval callback, rollbackWhen, listeners) called so that nothing
 // they do, throw or return can sink a call or the process.
 
-const { reprOf } = require('./describe.js')
+const { reprOf, textOf, clip } = require('./describe.js')
 
 /** Calls a host function; its exception becomes a rejection. */
 function callHost(fn) {
@@ -16,14 +16,7 @@ function callHost(fn) {
 /** A check's problem, or what a host function threw, as text: a string, an Error's message, or false ("not
  * allowed", with no detail). */
 function describeProblem(problem) {
-  if (typeof problem === 'string') return problem
-  if (problem === false) return 'the arguments were refused by the tool\'s check'
-  if (typeof problem?.message === 'string') return problem.message
-  try {
-    return String(problem)
-  } catch {
-    return 'a value that cannot be shown'
-  }
+  return problem === false ? 'the arguments were refused by the tool\'s check' : textOf(problem)
 }
 
 /** An approval callback's answer in the engine's form: true / 'approve' / { decision: 'approve', arguments?,
@@ -49,7 +42,7 @@ function judgeValue(call, value) {
     if (typeof verdict === 'string' && verdict !== '') return verdict
     return verdict === true ? 'the tool\'s rollbackWhen function flagged the result' : undefined
   } catch (err) {
-    process.emitWarning(`toolgate: the rollbackWhen function of "${call.toolName}" threw: ${err?.message ?? String(err)}`)
+    warn(`the rollbackWhen function of "${call.toolName}" threw`, err)
     return undefined
   }
 }
@@ -59,8 +52,13 @@ function callListener(listener, payload, name) {
   try {
     listener(payload)
   } catch (err) {
-    process.emitWarning(`toolgate: the ${name} listener threw: ${err?.message ?? String(err)}`)
+    warn(`the ${name} listener threw`, err)
   }
 }
 
-module.exports = { callHost, describeProblem, readApproval, judgeValue, callListener }
+/** A process warning about what an application function threw; never throws itself. */
+function warn(what, err) {
+  process.emitWarning(`toolgate: ${what}: ${clip(textOf(err))}`)
+}
+
+module.exports = { callHost, describeProblem, readApproval, judgeValue, callListener, warn }

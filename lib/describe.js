@@ -6,8 +6,22 @@ function bigintToString(_key, value) {
   return typeof value === 'bigint' ? value.toString() : value
 }
 
-/** A handler's return value → [outcome kind, payload] for the engine's normalize station. */
+/** A handler's return value → [outcome kind, payload] for the engine's normalize station. Never throws: a value
+ * whose getters, `toJSON` or proxy traps throw, whatever they throw, is described as unrepresentable. */
 function describeReturn(value) {
+  try {
+    return describeValue(value)
+  } catch (err) {
+    return ['unrepresentable', unreadable(err)]
+  }
+}
+
+/** Why a value could not be read: the message of the Error its getters, toJSON or traps threw, or what they threw. */
+function unreadable(err) {
+  return messageOf(err) ?? `reading it threw ${reprOf(err)}`
+}
+
+function describeValue(value) {
   if (typeof value === 'string') return ['text', value]
   if (value === undefined || value === null) return ['none', '']
   switch (typeof value) {
@@ -22,7 +36,7 @@ function describeReturn(value) {
   try {
     json = JSON.stringify(value)
   } catch (err) {
-    if (!(err instanceof TypeError) || !/BigInt/i.test(err.message)) return ['unrepresentable', err.message]
+    if (!(err instanceof TypeError) || !/BigInt/i.test(err.message)) return ['unrepresentable', unreadable(err)]
     json = JSON.stringify(value, bigintToString)
   }
   // A toJSON that returns undefined leaves nothing to show.
@@ -46,7 +60,7 @@ function describeThrown(err) {
         retryAfterMs: retryAfterMs(err),
       })]
     }
-    return ['thrown', JSON.stringify({ nonError: reprOf(err) })]
+    return ['thrown', JSON.stringify({ nonError: err === undefined ? 'undefined (it rejected without a reason)' : reprOf(err) })]
   } catch {
     return ['thrown', JSON.stringify({ nonError: 'a value that could not be read' })]
   }
@@ -71,22 +85,55 @@ function headerOf(headers, name) {
   return key === undefined ? undefined : headers[key]
 }
 
+/** The most of a foreign value's text that a message quotes. */
+const QUOTED_CHARS = 500
+
+const clip = (text) => (text.length > QUOTED_CHARS ? `${text.slice(0, QUOTED_CHARS)}…` : text)
+
+/** A value as a message quotes it (strings in quotes, objects as JSON, cut at 500 characters). Never throws,
+ * whatever the value's getters, `toJSON` or proxy traps do. */
 function reprOf(value) {
-  if (value === undefined) return 'undefined (it rejected without a reason)'
-  if (typeof value === 'string') return JSON.stringify(value.length > 500 ? `${value.slice(0, 500)}…` : value)
-  if (typeof value !== 'object' || value === null) return String(value)
   try {
+    if (typeof value === 'string') return JSON.stringify(clip(value))
+    if (typeof value === 'symbol') return value.toString()
+    if (typeof value === 'function') return `a function${value.name ? ` (${clip(String(value.name))})` : ''}`
+    if (typeof value !== 'object' || value === null) return String(value)
     const json = JSON.stringify(value, bigintToString)
-    return json.length > 500 ? `${json.slice(0, 500)}…` : json
+    if (json !== undefined) return clip(json)
   } catch {
+    // Cyclic, or its getters throw: its tag, at least.
+  }
+  try {
     return Object.prototype.toString.call(value)
+  } catch {
+    return 'a value that cannot be shown'
   }
 }
 
-function abortReasonText(reason) {
-  if (reason instanceof Error || (reason && typeof reason.message === 'string')) return `aborted by the caller: ${reason.message}`
-  if (typeof reason === 'string' && reason) return `aborted by the caller: ${reason}`
-  return 'aborted by the caller'
+/** The message an Error-like value carries, when it is a string; never throws. */
+function messageOf(value) {
+  try {
+    const message = value?.message
+    return typeof message === 'string' ? message : undefined
+  } catch {
+    return undefined
+  }
 }
 
-module.exports = { bigintToString, describeReturn, describeThrown, reprOf, abortReasonText }
+/** What a foreign value says, as text: a string itself, an Error's message, else its quoted form. */
+function textOf(value) {
+  return typeof value === 'string' ? value : messageOf(value) ?? reprOf(value)
+}
+
+/** What a thrown value says, to follow "it threw": an Error's message in parentheses, anything else quoted. */
+function thrownText(err) {
+  const message = messageOf(err)
+  return message === undefined ? reprOf(err) : `(${message})`
+}
+
+function abortReasonText(reason) {
+  const text = typeof reason === 'string' ? reason : messageOf(reason)
+  return text ? `aborted by the caller: ${text}` : 'aborted by the caller'
+}
+
+module.exports = { bigintToString, describeReturn, describeThrown, reprOf, textOf, thrownText, clip, abortReasonText }

@@ -9,7 +9,7 @@ const { DEFINITION_FORMATS } = require('./formats.js')
 const { describeReturn, describeThrown, abortReasonText, bigintToString } = require('./describe.js')
 const { argumentsOf, programmerError, policyJson, readResults, serializeCalls } = require('./wire.js')
 const { ENGINE_OPTIONS, LISTENER_OPTIONS, OBSERVER_OPTIONS, SPEC_FIELDS, TURN_OPTIONS, offAsOptions, pick, takeListeners, takeObservers } = require('./options.js')
-const { callHost, describeProblem, readApproval, judgeValue, callListener } = require('./callbacks.js')
+const { callHost, describeProblem, readApproval, judgeValue, callListener, warn } = require('./callbacks.js')
 
 /** How long `close()` waits for handlers still running after their calls ended, unless told otherwise. */
 const CLOSE_TIMEOUT_MS = 5_000
@@ -350,13 +350,8 @@ class ToolExecutor {
       const reason = judgeValue(call, value)
       if (reason) this.#engine.judged(run, reason)
     }
-    let kind, payload
-    try {
-      [kind, payload] = describe(value)
-    } catch (err) {
-      // A getter or toJSON that throws while being read: the call fails, the turn goes on.
-      [kind, payload] = ['unrepresentable', `reading it threw (${err?.message ?? String(err)})`]
-    }
+    // Never throws: whatever a value's getters, toJSON or proxy traps do, it is described.
+    let [kind, payload] = describe(value)
     if (typeof payload === 'string' && payload.length < LARGE_CHARS) {
       // Kept as the engine will read it (a lone surrogate becomes U+FFFD): an output equal to it is not sent back.
       if (!payload.isWellFormed()) payload = payload.toWellFormed()
@@ -466,7 +461,7 @@ class ToolExecutor {
         this.#report(turn, results)
       } catch (err) {
         // An audit file that cannot be written must not cost the turn its results.
-        process.emitWarning(`toolgate: reporting a finished turn failed: ${err?.message ?? String(err)}`)
+        warn('reporting a finished turn failed', err)
       }
     }
     turn.resolve(results)

@@ -2,12 +2,19 @@
 // The wire between the JS layer and the engine: calls and contexts in, results out (see the engine's
 // `results_to_wire`), and the engine's refusals of a programmer's input as TypeErrors.
 
+const { textOf, thrownText } = require('./describe.js')
+
 /** Marker the engine reads in place of a call that JSON.stringify could not serialize. */
 const UNSERIALIZABLE = '__toolgateUnserializable'
 
-/** A call's arguments as the model sent them (parsed when they are JSON text). */
+/** A call's arguments as the model sent them (parsed when they are JSON text), for traces and audit records. */
 function argumentsOf(call) {
-  const raw = call?.input ?? call?.arguments ?? call?.args ?? call?.function?.arguments
+  let raw
+  try {
+    raw = call?.input ?? call?.arguments ?? call?.args ?? call?.function?.arguments
+  } catch {
+    return '(arguments that cannot be read)'
+  }
   if (typeof raw !== 'string') return raw ?? {}
   try {
     return JSON.parse(raw)
@@ -83,18 +90,48 @@ function serializeCalls(calls) {
   try {
     return JSON.stringify(calls)
   } catch {
-    // One call that cannot be serialized (a BigInt or a cycle in its input) must not sink the others.
-    return `[${calls.map(serializeCall).join(',')}]`
+    // One call that cannot be serialized (a BigInt or a cycle in its input, a getter that throws) must not sink
+    // the others.
   }
+  let each
+  try {
+    each = Array.from(calls, serializeCall)
+  } catch (err) {
+    throw new TypeError(`execute(calls): calls cannot be read as an array (${textOf(err)})`)
+  }
+  return `[${each.join(',')}]`
 }
+
+/** The fields that pair a call's result with it and name its tool, in any provider's shape. */
+const ID_FIELDS = ['id', 'call_id', 'toolCallId', 'name', 'toolName']
 
 function serializeCall(call) {
   try {
     return JSON.stringify(call) ?? 'null'
   } catch (err) {
-    const strings = (o) => Object.fromEntries(Object.entries(o ?? {}).filter(([, v]) => typeof v === 'string'))
-    const { arguments: _a, input: _i, args: _g, ...ids } = strings(call)
-    return JSON.stringify({ ...ids, function: strings(call.function), [UNSERIALIZABLE]: `its arguments cannot be serialized as JSON (${err.message})` })
+    // What can be read of the call, field by field, still pairs and names its result; the rest is its error.
+    let unreadable = false
+    const read = (object) => {
+      const fields = {}
+      for (const key of ID_FIELDS) {
+        try {
+          const value = object?.[key]
+          if (typeof value === 'string') fields[key] = value
+        } catch {
+          unreadable = true
+        }
+      }
+      return fields
+    }
+    const own = read(call)
+    let nested
+    try {
+      nested = read(call?.function)
+    } catch {
+      unreadable = true
+    }
+    const why = unreadable ? `reading its fields threw ${thrownText(err)}` : `its arguments cannot be serialized as JSON (${textOf(err)})`
+    return JSON.stringify({ ...own, function: nested, [UNSERIALIZABLE]: why })
   }
 }
 
