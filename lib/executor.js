@@ -6,8 +6,8 @@
 const { Engine } = require('../binding.js')
 const observe = require('./observe.js')
 const { DEFINITION_FORMATS } = require('./formats.js')
-const { describeReturn, describeThrown, abortReasonText, bigintToString } = require('./describe.js')
-const { argumentsOf, programmerError, policyJson, readResults, serializeCalls } = require('./wire.js')
+const { describeReturn, describeThrown, abortReasonText, bigintToString, textOf } = require('./describe.js')
+const { argumentsOf, internalFailures, programmerError, policyJson, readResults, serializeCalls } = require('./wire.js')
 const { ENGINE_OPTIONS, LISTENER_OPTIONS, OBSERVER_OPTIONS, SPEC_FIELDS, TURN_OPTIONS, offAsOptions, pick, takeListeners, takeObservers } = require('./options.js')
 const { callHost, describeProblem, readApproval, judgeValue, callListener, warn } = require('./callbacks.js')
 
@@ -216,7 +216,7 @@ class ToolExecutor {
     this.#sendSettled()
     const unstarted = [...this.#notStarted.keys()]
     this.#notStarted.clear()
-    this.#apply(this.#engine.cancelAll('the tool executor was closed', unstarted))
+    this.#drive(() => this.#engine.cancelAll('the tool executor was closed', unstarted))
     if (this.#abandoned.size > 0 || this.#turns.size > 0) {
       await new Promise((resolve) => {
         const timer = setTimeout(resolve, timeoutMs)
@@ -249,7 +249,13 @@ class ToolExecutor {
       }
       const cancelled = signal?.aborted ? abortReasonText(signal.reason) : undefined
       const policy = policyJson(context)
-      step = JSON.parse(programmerError(() => this.#engine.begin(serializeCalls(calls), policy, turnJson, cancelled)))
+      const json = serializeCalls(calls)
+      try {
+        step = JSON.parse(programmerError(() => this.#engine.begin(json, policy, turnJson, cancelled)))
+      } catch (err) {
+        if (err instanceof TypeError) throw err
+        return Promise.resolve(internalFailures(calls, textOf(err)))
+      }
     } catch (err) {
       return Promise.reject(err)
     }
@@ -262,18 +268,61 @@ class ToolExecutor {
         turn.onAbort = () => {
           this.#sendSettled() // a handler that settled before the abort keeps its result
           turn.abortReason = signal.reason
-          this.#apply(this.#engine.cancel(turn.id, abortReasonText(signal.reason), this.#takeUnstarted(turn.id)))
+          this.#drive(() => this.#engine.cancel(turn.id, abortReasonText(signal.reason), this.#takeUnstarted(turn.id)))
         }
         signal.addEventListener('abort', turn.onAbort, { once: true })
       }
       this.#turns.set(turn.id, turn)
-      if (this.#turns.size === 1) live.set(this.#engine.id, () => this.#apply(this.#engine.expire()))
-      this.#applyStep(step)
+      if (this.#turns.size === 1) live.set(this.#engine.id, () => this.#drive(() => this.#engine.expire()))
+      this.#guard(() => this.#applyStep(step))
     })
   }
 
-  #apply(wire) {
-    if (wire !== '') this.#applyStep(JSON.parse(wire))
+  /** An engine call of the turn machinery, and the step it answers applied. */
+  #drive(engineCall) {
+    this.#guard(() => {
+      const wire = engineCall()
+      if (wire !== '') this.#applyStep(JSON.parse(wire))
+    })
+  }
+
+  /** The engine answers a bug on one call's data in that call's result. Should anything in the turn machinery
+   * throw all the same, every open turn ends at once with an error result for each of its calls: none may hang,
+   * and nothing escapes into the event loop. */
+  #guard(work) {
+    try {
+      work()
+    } catch (err) {
+      this.#engineFailed(textOf(err))
+    }
+  }
+
+  #engineFailed(bug) {
+    warn('the engine failed, so every open turn ends with an error result for each call', bug)
+    const turns = [...this.#turns.values()]
+    this.#turns.clear()
+    live.delete(this.#engine.id)
+    this.#notStarted.clear()
+    this.#settled = { runs: [], kinds: [], payloads: [] }
+    for (const [run, call] of this.#runs) {
+      this.#abandoned.set(run, call)
+      call.endedBy = 'cancelled'
+      call.endedAt = Date.now()
+      call.abort(new DOMException('The tool call was cancelled: toolgate failed', 'AbortError'))
+    }
+    this.#runs.clear()
+    for (const turn of turns) {
+      if (turn.onAbort) turn.signal.removeEventListener('abort', turn.onAbort)
+      turn.resolve(internalFailures(turn.calls, bug))
+    }
+    // The engine, if it still answers, forgets those turns and their deadlines, which would keep the process up.
+    try {
+      const wire = this.#engine.cancelAll('toolgate failed', [])
+      for (const turnId of wire === '' ? [] : JSON.parse(wire).done ?? []) this.#engine.finish(turnId)
+    } catch {
+      // It does not: nothing more to do for it.
+    }
+    if (this.#abandoned.size === 0) this.#onIdle?.()
   }
 
   #applyStep(step) {
@@ -303,10 +352,10 @@ class ToolExecutor {
     }
     pending
       .catch((err) => ({ error: describeProblem(err) }))
-      .then((answer) => this.#engine.answer(ticket, JSON.stringify(answer)))
+      .then((answer) => JSON.stringify(answer))
       // An answer that cannot be passed on (edited arguments holding a BigInt, say) denies the call.
-      .catch((err) => this.#engine.answer(ticket, JSON.stringify({ error: `its answer could not be read (${describeProblem(err)})` })))
-      .then((wire) => this.#apply(wire))
+      .catch((err) => JSON.stringify({ error: `its answer could not be read (${describeProblem(err)})` }))
+      .then((json) => this.#drive(() => this.#engine.answer(ticket, json)))
   }
 
   /** The turn's runs handed out but not started, which now never will be. */
@@ -348,7 +397,7 @@ class ToolExecutor {
     }
     if (call.judge && describe === describeReturn) {
       const reason = judgeValue(call, value)
-      if (reason) this.#engine.judged(run, reason)
+      if (reason) this.#guard(() => this.#engine.judged(run, reason))
     }
     // Never throws: whatever a value's getters, toJSON or proxy traps do, it is described.
     let [kind, payload] = describe(value)
@@ -367,7 +416,7 @@ class ToolExecutor {
     this.#sendSettled() // settlements cross in the order they came
     this.#runs.delete(run)
     if (typeof payload === 'string') this.#sendInSlices(run, kind, payload, 0)
-    else this.#apply(this.#engine.completeBytes(run, kind, payload))
+    else this.#drive(() => this.#engine.completeBytes(run, kind, payload))
   }
 
   /** Handlers settling in one turn of the event loop (a batch of quick ones settles in one microtask checkpoint)
@@ -384,7 +433,7 @@ class ToolExecutor {
       kinds.splice(i, 1)
       payloads.splice(i, 1)
     }
-    if (runs.length > 0) this.#apply(this.#engine.complete(runs, kinds, payloads))
+    if (runs.length > 0) this.#drive(() => this.#engine.complete(runs, kinds, payloads))
   }
 
   /** A large string crosses a slice per turn of the event loop; no slice ends inside a surrogate pair. */
@@ -393,9 +442,11 @@ class ToolExecutor {
     const code = text.charCodeAt(to - 1)
     if (to < text.length && code >= 0xd800 && code <= 0xdbff) to -= 1
     const more = to < text.length
-    const wire = this.#engine.completeBytes(run, kind, Buffer.from(text.slice(from, to)), more)
-    if (more) setImmediate(() => this.#sendInSlices(run, kind, text, to))
-    else this.#apply(wire)
+    this.#drive(() => {
+      const wire = this.#engine.completeBytes(run, kind, Buffer.from(text.slice(from, to)), more)
+      if (more) setImmediate(() => this.#sendInSlices(run, kind, text, to))
+      return more ? '' : wire
+    })
   }
 
   #abort([run, kind]) {
@@ -414,7 +465,7 @@ class ToolExecutor {
     const call = this.#abandoned.get(run)
     if (call === undefined) return
     this.#abandoned.delete(run)
-    this.#engine.noteLateSettlement(call.toolName)
+    this.#guard(() => this.#engine.noteLateSettlement(call.toolName))
     this.#emitTrace({
       type: 'late_settlement', callId: call.callId, toolName: call.toolName, attempt: call.attempt, endedBy: call.endedBy,
       outcome, afterMs: Date.now() - call.endedAt, args: this.#snapshots([call.args])[0],
@@ -437,7 +488,9 @@ class ToolExecutor {
 
   #progress(run, call, info) {
     // Progress from a run that already ended neither revives it nor reaches the listeners.
-    if (!this.#runs.has(run) || !this.#engine.progress(run)) return
+    let alive = false
+    if (this.#runs.has(run)) this.#guard(() => { alive = this.#engine.progress(run) })
+    if (!alive) return
     const event = { callId: call.callId, toolName: call.toolName, attempt: call.attempt, info }
     for (const listener of [this.#listeners.onProgress, call.turn.onProgress]) {
       if (listener) callListener(listener, event, 'onProgress')

@@ -2,7 +2,7 @@
 // The wire between the JS layer and the engine: calls and contexts in, results out (see the engine's
 // `results_to_wire`), and the engine's refusals of a programmer's input as TypeErrors.
 
-const { textOf, thrownText } = require('./describe.js')
+const { clip, textOf, thrownText } = require('./describe.js')
 
 /** Marker the engine reads in place of a call that JSON.stringify could not serialize. */
 const UNSERIALIZABLE = '__toolgateUnserializable'
@@ -102,37 +102,67 @@ function serializeCalls(calls) {
   return `[${each.join(',')}]`
 }
 
-/** The fields that pair a call's result with it and name its tool, in any provider's shape. */
-const ID_FIELDS = ['id', 'call_id', 'toolCallId', 'name', 'toolName']
+/** The fields that pair a call's result with it and name its tool, in any provider's shape (ids in the order the
+ * engine reads them). */
+const ID_FIELDS = ['call_id', 'toolCallId', 'id']
+const NAME_FIELDS = ['name', 'toolName']
+
+/** What can be read of a call's id and name fields, one field at a time, and whether reading any of them threw. */
+function readIds(call) {
+  const fields = {}
+  let threw = false
+  const read = (object, keys, into) => {
+    for (const key of keys) {
+      try {
+        const value = object?.[key]
+        if (typeof value === 'string') into[key] = value
+      } catch {
+        threw = true
+      }
+    }
+  }
+  read(call, [...ID_FIELDS, ...NAME_FIELDS], fields)
+  const nested = {}
+  try {
+    read(call?.function, [...ID_FIELDS, ...NAME_FIELDS], nested)
+  } catch {
+    threw = true
+  }
+  return { fields, nested, threw }
+}
+
+/** One error result per call, for a turn the engine failed on as a whole (a bug: see `#guard` in executor.js). */
+function internalFailures(calls, bug) {
+  const error = `toolgate failed while running this turn (an internal error: ${clip(bug)}). This is a bug in toolgate, not in the call; report it.`
+  return Array.from(calls, (call) => {
+    const { fields, nested } = readIds(call)
+    const pick = (keys) => keys.map((k) => fields[k] || nested[k]).find(Boolean)
+    return {
+      callId: pick(ID_FIELDS) ?? `call_${Math.random().toString(36).slice(2, 18)}`,
+      name: pick(NAME_FIELDS) ?? '',
+      success: false,
+      output: `Error (handler_error): ${error}`,
+      error,
+      errorKind: 'handler_error',
+      retryable: false,
+      latencyMs: 0,
+      attempts: 0,
+      cached: false,
+      truncated: false,
+      metadata: { stages: [], startedAt: Date.now() },
+    }
+  })
+}
 
 function serializeCall(call) {
   try {
     return JSON.stringify(call) ?? 'null'
   } catch (err) {
-    // What can be read of the call, field by field, still pairs and names its result; the rest is its error.
-    let unreadable = false
-    const read = (object) => {
-      const fields = {}
-      for (const key of ID_FIELDS) {
-        try {
-          const value = object?.[key]
-          if (typeof value === 'string') fields[key] = value
-        } catch {
-          unreadable = true
-        }
-      }
-      return fields
-    }
-    const own = read(call)
-    let nested
-    try {
-      nested = read(call?.function)
-    } catch {
-      unreadable = true
-    }
-    const why = unreadable ? `reading its fields threw ${thrownText(err)}` : `its arguments cannot be serialized as JSON (${textOf(err)})`
-    return JSON.stringify({ ...own, function: nested, [UNSERIALIZABLE]: why })
+    // What can be read of the call still pairs and names its result; the rest is its error.
+    const { fields, nested, threw } = readIds(call)
+    const why = threw ? `reading its fields threw ${thrownText(err)}` : `its arguments cannot be serialized as JSON (${textOf(err)})`
+    return JSON.stringify({ ...fields, function: nested, [UNSERIALIZABLE]: why })
   }
 }
 
-module.exports = { argumentsOf, programmerError, policyJson, readResults, serializeCalls }
+module.exports = { argumentsOf, internalFailures, programmerError, policyJson, readResults, serializeCalls }

@@ -52,7 +52,7 @@ fn policy(json: &str) -> Result<Policy> {
 
 #[napi]
 impl Engine {
-    #[napi(constructor)]
+    #[napi(constructor, catch_unwind)]
     pub fn new(options_json: String, wake: Function<u32, ()>) -> Result<Self> {
         log_to_stderr();
         let options = EngineOptions::from_json(&options_json).map_err(fail)?;
@@ -69,28 +69,28 @@ impl Engine {
         })
     }
 
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn id(&self) -> u32 {
         self.id
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn register(&mut self, spec_json: String) -> Result<()> {
         let spec = ToolSpec::from_json(&spec_json).map_err(fail)?;
         self.inner.register(spec).map_err(fail)
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn unregister(&mut self, name: String) -> bool {
         self.inner.unregister(&name)
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn list(&self, policy_json: String) -> Result<String> {
         Ok(self.inner.list(&policy(&policy_json)?).to_string())
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn definitions(&self, format: String, policy_json: String) -> Result<String> {
         let format = DefinitionFormat::parse(&format).map_err(fail)?;
         Ok(self.inner.definitions(format, &policy(&policy_json)?).to_string())
@@ -98,7 +98,7 @@ impl Engine {
 
     /// Opens a turn: the step names the turn and the handlers to start (or says it is already done).
     /// `cancelled` is the reason when the turn's signal had fired before it began.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn begin(
         &mut self,
         env: Env,
@@ -115,7 +115,7 @@ impl Engine {
 
     /// Handlers that settled since the last call: run `runs[i]` with an outcome of kind `kinds[i]` carrying
     /// `payloads[i]`. The host sends what settles in one turn of its event loop together: one crossing, one step.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn complete(&mut self, env: Env, runs: Vec<u32>, kinds: Vec<String>, payloads: Vec<String>) -> Result<String> {
         if runs.len() != kinds.len() || runs.len() != payloads.len() {
             return Err(fail(format!("complete: {} runs, {} kinds and {} payloads", runs.len(), kinds.len(), payloads.len())));
@@ -134,7 +134,7 @@ impl Engine {
     /// to come (the host encodes a large string a slice per turn of its event loop, so that encoding never stalls
     /// it); the run's time limits stop at the first slice. A large value is shaped on another thread; its step
     /// comes from a later `expire`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn complete_bytes(&mut self, env: Env, run: u32, kind: String, data: BufferSlice, more: Option<bool>) -> Result<String> {
         if more == Some(true) {
             if !self.slices.contains_key(&run) && !self.inner.hold(run) {
@@ -168,40 +168,40 @@ impl Engine {
     }
 
     /// Each value of a JSON array with secrets redacted and its size capped, as a trace shows arguments.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn snapshots(&self, json_array: String) -> Result<String> {
         self.inner.snapshots(&json_array).map_err(fail)
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn read_artifact(&self, path: String, offset: u32, limit: Option<u32>) -> Result<String> {
         self.inner.read_artifact(&path, offset as usize, limit.map(|l| l as usize)).map_err(fail)
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn search_artifact(&self, path: String, pattern: String) -> Result<String> {
         self.inner.search_artifact(&path, &pattern).map_err(fail)
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn sweep_artifacts(&self) -> u32 {
         self.inner.sweep_artifacts() as u32
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn remove_artifacts(&self) {
         self.inner.remove_artifacts()
     }
 
     /// Cancels every open turn in one step (closing the executor).
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn cancel_all(&mut self, env: Env, reason: String, unstarted: Vec<u32>) -> Result<String> {
         let step = self.inner.cancel_all(&reason, &unstarted, Instant::now());
         self.reply(&env, step)
     }
 
     /// The host's answer to a request a step made (a check, an approval), as JSON.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn answer(&mut self, env: Env, ticket: u32, answer_json: String) -> Result<String> {
         let answer = HostAnswer::from_json(&answer_json).map_err(fail)?;
         let step = self.inner.answer(ticket, answer, Instant::now());
@@ -209,42 +209,42 @@ impl Engine {
     }
 
     /// The tool's `rollbackWhen` function judged what `run` returned useless; call before completing it.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn judged(&mut self, run: u32, reason: String) {
         self.inner.judged(run, reason);
     }
 
     /// The handler of `run` reported progress; false when the run is already over.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn progress(&mut self, run: u32) -> bool {
         self.inner.progress(run, Instant::now())
     }
 
     /// A handler that timed out or was cancelled settled anyway.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn note_late_settlement(&mut self, tool: String) {
         self.inner.note_late_settlement(&tool);
     }
 
     /// The engine's counters as JSON, per tool and in total.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn counters(&self) -> String {
         self.inner.counters().to_string()
     }
 
     /// Forgets cached results of `tool`, or only those for the arguments in `args_json`; returns how many.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn invalidate(&mut self, tool: String, args_json: Option<String>) -> Result<u32> {
         Ok(self.inner.invalidate(&tool, args_json.as_deref()).map_err(fail)? as u32)
     }
 
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn clear_cache(&mut self) {
         self.inner.clear_cache();
     }
 
     /// Takes in what was shaped on other threads, then everything whose deadline has passed.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn expire(&mut self, env: Env) -> Result<String> {
         let now = Instant::now();
         let shaped = std::mem::take(&mut *lock(&self.shaped));
@@ -258,19 +258,19 @@ impl Engine {
     }
 
     /// `unstarted`: runs handed out whose handlers JS had not started when the turn's signal fired.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn cancel(&mut self, env: Env, turn: u32, reason: String, unstarted: Vec<u32>) -> Result<String> {
         let step = self.inner.cancel(turn, &reason, &unstarted, Instant::now());
         self.reply(&env, step)
     }
 
     /// The turn's results: a JSON array, then the outputs of its plain successes (see `results_to_wire`).
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn finish(&mut self, turn: u32) -> Result<Vec<String>> {
         self.inner.finish(turn).map_err(fail)
     }
 
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn running(&self) -> u32 {
         self.inner.running() as u32
     }

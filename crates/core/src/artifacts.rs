@@ -198,35 +198,39 @@ impl Artifacts {
     /// up to 50 matches, each with its line, character offset and the text around it.
     pub fn search(&self, path: &str, pattern: &str) -> Result<String, String> {
         let (real, text) = self.text(path)?;
-        let (regex, literal) = match regex::RegexBuilder::new(pattern).size_limit(1 << 20).build() {
-            Ok(r) => (r, false),
-            Err(_) => (regex::Regex::new(&regex::escape(pattern)).expect("an escaped pattern compiles"), true),
+        // A pattern that is not a regular expression (or one too large to compile) is looked for as it is.
+        let regex = regex::RegexBuilder::new(pattern).size_limit(1 << 20).build().ok();
+        let literal = regex.is_none();
+        let found: Box<dyn Iterator<Item = (usize, usize)>> = match &regex {
+            Some(regex) => Box::new(regex.find_iter(&text).map(|m| (m.start(), m.end()))),
+            None => Box::new(text.match_indices(pattern).map(|(at, m)| (at, at + m.len()))),
         };
         let mut lines = Vec::new();
         let (mut line, mut line_from, mut offset, mut offset_from) = (1, 0, 0, 0);
         let mut count = 0;
-        for m in regex.find_iter(&text) {
+        for (start, end) in found {
             count += 1;
             if count > MAX_MATCHES {
                 continue;
             }
-            line += memchr_count(&text.as_bytes()[line_from..m.start()]);
-            line_from = m.start();
-            offset += text[offset_from..m.start()].chars().count();
-            offset_from = m.start();
+            line += memchr_count(&text.as_bytes()[line_from..start]);
+            line_from = start;
+            offset += text[offset_from..start].chars().count();
+            offset_from = start;
             // The match's line, or up to 100 characters of it on each side when the line is long.
-            let line_start = text[..m.start()].rfind('\n').map_or(0, |i| i + 1);
-            let line_end = text[m.end()..].find('\n').map_or(text.len(), |i| m.end() + i);
-            let before = &text[line_start..m.start()];
+            let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+            let line_end = text[end..].find('\n').map_or(text.len(), |i| end + i);
+            let before = &text[line_start..start];
             let context_start = line_start + before.char_indices().rev().nth(MATCH_CONTEXT_CHARS - 1).map_or(0, |(i, _)| i);
-            let context_end = m.end() + byte_at(&text[m.end()..line_end], MATCH_CONTEXT_CHARS);
+            let context_end = end + byte_at(&text[end..line_end], MATCH_CONTEXT_CHARS);
             let snippet = text[context_start..context_end].trim_end_matches('\r');
             lines.push(format!("line {line}, offset {offset}: {snippet}"));
         }
         let how = if literal { "as literal text (not a valid regular expression)" } else { "as a regular expression" };
         let shown = if count > MAX_MATCHES { format!(", the first {MAX_MATCHES} shown") } else { String::new() };
         let matches = if count == 1 { "match" } else { "matches" };
-        Ok(format!("[{}: {count} {matches} for {pattern:?} {how}{shown}]\n{}", real.display(), lines.join("\n")))
+        let quoted = crate::text::quote(pattern);
+        Ok(format!("[{}: {count} {matches} for {quoted} {how}{shown}]\n{}", real.display(), lines.join("\n")))
     }
 }
 
@@ -286,6 +290,10 @@ mod tests {
         let found = a.search(path.to_str().unwrap(), "needle").unwrap();
         assert!(found.ends_with("1 match for \"needle\" as a regular expression]\nline 2, offset 41: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxneedle é"), "{found}");
         assert!(a.search(path.to_str().unwrap(), "(").unwrap().contains("as literal text"));
+        // Too large to compile, even escaped: looked for as it is, and quoted cut short.
+        let huge = format!("({}", "a".repeat(400_000));
+        let answer = a.search(path.to_str().unwrap(), &huge).unwrap();
+        assert!(answer.contains("0 matches for \"(aaaa") && answer.contains("as literal text") && answer.len() < 1_000, "{}", &answer[..200]);
         a.remove_all();
         assert!(!dir.exists());
     }

@@ -26,9 +26,10 @@ use crate::result::{failure_output, AttemptError, ErrorKind, PermissionNote, Rep
 use crate::scheduler::Schedule;
 use crate::shape::Shaper;
 use crate::store::{Bucket, MemoryLimits, MemoryStore, Store, Take};
-use crate::timer::Deadlines;
+use crate::timer::{after, Deadlines};
 use crate::judge;
 use crate::metrics::CallMetrics;
+use crate::panic::{self, contained};
 use crate::{checks, invoke, json, lookup, parse, retry, shape, validate};
 
 /// A handler to start: `[run, turn, callId, toolName, args, attempt]` on the wire.
@@ -481,20 +482,31 @@ impl Engine {
         let mut runnable = Vec::new();
         // With stopOnError, a state-changing call refused here stops every call after it.
         let mut stopped_by: Option<(String, String)> = None;
-        for (index, call) in calls.into_iter().enumerate() {
-            let (mut slot, mut valid_args) = self.admit(call, &policy);
-            let tool = slot.tool.clone();
-            if let (Some(_), Some((id, name)), Some(t)) = (&valid_args, &stopped_by, &tool) {
-                slot.marks.push(mark("invoke", "not_executed"));
-                slot.result = Some(invoke::not_executed(slot.id.clone(), &t.spec.name, &stopped_after(id, name)));
-                valid_args = None;
-            } else if let (Some(args), Some(tool)) = (&valid_args, &tool) {
-                let runs = self.gate(turn_id, index, &mut slot, tool, args, &policy, now)
-                    && (slot.pending.is_some() || self.avoid(turn_id, index, &mut slot, tool, args, &policy.fields, now));
-                if !runs {
+        for (index, mut call) in calls.into_iter().enumerate() {
+            // Stations 1–7 on what the model sent: a bug there costs this call alone.
+            let admitted = contained(|| {
+                let (mut slot, mut valid_args) = self.admit(&mut call, &policy);
+                if let (Some(_), Some((id, name)), Some(t)) = (&valid_args, &stopped_by, &slot.tool) {
+                    slot.marks.push(mark("invoke", "not_executed"));
+                    slot.result = Some(invoke::not_executed(slot.id.clone(), &t.spec.name, &stopped_after(id, name)));
                     valid_args = None;
+                } else if let (Some(args), Some(tool)) = (&valid_args, slot.tool.clone()) {
+                    let runs = self.gate(turn_id, index, &mut slot, &tool, args, &policy, now)
+                        && (slot.pending.is_some() || self.avoid(turn_id, index, &mut slot, &tool, args, &policy.fields, now));
+                    if !runs {
+                        valid_args = None;
+                    }
                 }
-            }
+                (slot, valid_args)
+            });
+            let (slot, valid_args) = admitted.unwrap_or_else(|bug| {
+                let mut slot = Slot::new(call.id.clone());
+                slot.marks.push(mark("lookup", "internal_error"));
+                let error = panic::internal_error("checking this call, so it was not run", &bug);
+                slot.result = Some(ToolResult::failure(call.id.clone(), call.name.clone(), ErrorKind::HandlerError, error, false));
+                (slot, None)
+            });
+            let tool = slot.tool.clone();
             if let Some(value) = valid_args {
                 runnable.push((index, tool.as_ref().is_some_and(|t| t.spec.read_only)));
                 args.insert(index, value);
@@ -507,7 +519,7 @@ impl Engine {
             slots.push(slot);
         }
         let open = runnable.len();
-        let deadline = options.deadline_ms.map(|ms| (now + Duration::from_millis(ms), ms));
+        let deadline = options.deadline_ms.map(|ms| (after(now, Duration::from_millis(ms)), ms));
         let mut turn = Turn {
             slots,
             args,
@@ -549,13 +561,17 @@ impl Engine {
 
     /// Stations 1–5 for one call: lookup, parse, validate, permission. Returns the slot, and the validated
     /// arguments when the call may run (otherwise the slot already holds its result).
-    fn admit(&self, call: IncomingCall, policy: &Policy) -> (Slot, Option<Value>) {
-        let mut slot = Slot::new(call.id);
+    fn admit(&self, call: &mut IncomingCall, policy: &Policy) -> (Slot, Option<Value>) {
+        #[cfg(test)]
+        if call.name == tests::PANICS {
+            panic!("a bug on purpose");
+        }
+        let mut slot = Slot::new(call.id.clone());
         let refuse = |slot: &mut Slot, station: &'static str, name: &str, kind: ErrorKind, error: String| {
             slot.marks.push(mark(station, kind.as_str()));
             slot.result = Some(ToolResult::failure(slot.id.clone(), name.to_string(), kind, error, false));
         };
-        if let Some(why) = call.unreadable {
+        if let Some(why) = call.unreadable.take() {
             let error = format!("The tool call could not be read: {why}.");
             refuse(&mut slot, "lookup", &call.name, ErrorKind::InvalidArguments, error);
             return (slot, None);
@@ -589,7 +605,8 @@ impl Engine {
             }
             return (slot, None);
         }
-        let parsed = match parse::parse(call.args, call.lone_surrogates, repair.json) {
+        let raw = std::mem::replace(&mut call.args, crate::calls::RawArgs::Missing);
+        let parsed = match parse::parse(raw, call.lone_surrogates, repair.json) {
             Ok(parsed) => parsed,
             Err(error) => {
                 let error = format!("Tool \"{name}\": {error}");
@@ -613,7 +630,8 @@ impl Engine {
                 match (parsed.parser_error, validate::validate(&tool, &args)) {
                     (Some(error), _) => refuse(&mut slot, "parse", &name, ErrorKind::InvalidArguments, format!("Tool \"{name}\": {error}")),
                     (None, Err(error)) => refuse(&mut slot, "validate", &name, ErrorKind::InvalidArguments, error),
-                    (None, Ok(())) => unreachable!("arguments the validator refused are invalid"),
+                    // The validator's two answers disagree: still refused, not run.
+                    (None, Ok(())) => refuse(&mut slot, "validate", &name, ErrorKind::InvalidArguments, format!("Tool \"{name}\": the arguments do not match its parameters.")),
                 }
                 return (slot, None);
             }
@@ -683,7 +701,7 @@ impl Engine {
             HostKind::Check => self.options.check_timeout_ms,
             HostKind::Approve => self.options.approval_timeout_ms,
         };
-        let at = now + Duration::from_millis(limit);
+        let at = after(now, Duration::from_millis(limit));
         self.deadlines.arm(at, Alarm::Host(ticket));
         self.tickets.insert(ticket, (turn_id, index, kind, at));
         tracing::debug!(turn = turn_id, call = %slot.id, ticket, kind = ?kind, "waiting on the host");
@@ -937,7 +955,7 @@ impl Engine {
             match self.store.take_token(&bucket_key, limit.bucket, max_wait, now) {
                 Take::Now => taken.push((bucket_key, limit.bucket)),
                 Take::After(wait) => {
-                    ready_at = ready_at.max(now + wait);
+                    ready_at = ready_at.max(after(now, wait));
                     taken.push((bucket_key, limit.bucket));
                 }
                 Take::Refused(wait) => {
@@ -1082,9 +1100,9 @@ impl Engine {
         let slot = &mut turn.slots[index];
         let run = self.next_run;
         self.next_run = self.next_run.wrapping_add(1).max(1);
-        let total_at = now + Duration::from_millis(tool.timeout_ms);
+        let total_at = after(now, Duration::from_millis(tool.timeout_ms));
         self.deadlines.arm(total_at, Alarm::Total(run));
-        let idle = tool.spec.idle_timeout_ms.map(|ms| (now + Duration::from_millis(ms), ms));
+        let idle = tool.spec.idle_timeout_ms.map(|ms| (after(now, Duration::from_millis(ms)), ms));
         if let Some((at, _)) = idle {
             self.deadlines.arm(at, Alarm::Idle(run));
         }
@@ -1247,7 +1265,7 @@ impl Engine {
     pub fn progress(&mut self, run: u32, now: Instant) -> bool {
         let Some(r) = self.runs.get_mut(&run) else { return false };
         if let Some((at, ms)) = r.idle {
-            let next = now + Duration::from_millis(ms);
+            let next = after(now, Duration::from_millis(ms));
             self.deadlines.disarm(at, Alarm::Idle(run));
             self.deadlines.arm(next, Alarm::Idle(run));
             r.idle = Some((next, ms));
@@ -1301,7 +1319,7 @@ impl Engine {
         let tool = slot.tool.clone().expect("an attempted call has a tool");
         if !result.success && retry::eligible(&result, slot.attempts, &tool.retry) {
             let wait = retry::delay(&tool.retry, slot.attempts, result.retry_after_ms);
-            let at = now + wait;
+            let at = after(now, wait);
             let first = slot.first_started.unwrap_or(now);
             let within_budget = at.saturating_duration_since(first) <= Duration::from_millis(tool.retry.max_elapsed_ms);
             let before_deadline = deadline.is_none_or(|(end, _)| at < end);
@@ -1731,8 +1749,22 @@ pub struct Shaped {
 }
 
 impl Shaping {
-    pub fn run(mut self) -> Shaped {
+    /// Stations 11–13 on what the handler returned: a bug there costs this call alone, which then says so.
+    pub fn run(self) -> Shaped {
         let _span = tracing::debug_span!("toolgate.shape", turn = self.turn, call = %self.call_id).entered();
+        let (turn, index, call_id, tool) = (self.turn, self.index, self.call_id.clone(), self.tool.clone());
+        contained(|| self.shape()).unwrap_or_else(|bug| {
+            let error = panic::internal_error("reading what the tool returned (it ran; its result is lost)", &bug);
+            let result = ToolResult::failure(call_id, tool.spec.name.clone(), ErrorKind::HandlerError, error, false);
+            Shaped { turn, index, result, marks: vec![mark("invoke", "returned"), mark("normalize", "internal_error")] }
+        })
+    }
+
+    fn shape(mut self) -> Shaped {
+        #[cfg(test)]
+        if matches!(&self.outcome, Outcome::Text(text) if text == tests::PANICS) {
+            panic!("a bug on purpose");
+        }
         let name = self.tool.spec.name.clone();
         let bytes = match &mut self.outcome {
             Outcome::Binary(bytes) => Some(std::mem::take(bytes)),
@@ -1906,5 +1938,36 @@ impl Sealing {
 impl Drop for Engine {
     fn drop(&mut self) {
         self.deadlines.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call to a tool of this name, or a handler returning this text, makes the engine panic (tests only).
+    pub(super) const PANICS: &str = "__panics_on_purpose__";
+
+    #[test]
+    fn a_panic_on_one_call_answers_that_call_and_spares_the_rest() {
+        let mut engine = Engine::new(EngineOptions::default()).unwrap();
+        let spec = |name: &str| ToolSpec::from_json(&format!(r#"{{"name":"{name}","readOnly":true}}"#)).unwrap();
+        engine.register(spec("echo")).unwrap();
+        let calls = format!(r#"[{{"id":"a","name":"{PANICS}"}},{{"id":"b","name":"echo"}},{{"id":"c","name":"echo"}}]"#);
+        let now = Instant::now();
+        let step = engine.begin(&calls, &Policy::default(), &TurnOptions::default(), None, now).unwrap();
+        let turn = step.turn.unwrap();
+        assert_eq!(step.start.len(), 2, "the other calls run");
+        engine.complete(step.start[0].run, Outcome::Text(PANICS.into()), now);
+        let step = engine.complete(step.start[1].run, Outcome::Text("fine".into()), now);
+        assert_eq!(step.done, vec![turn]);
+        let results = engine.take_results(turn).unwrap();
+        let kinds: Vec<_> = results.iter().map(|r| r.error_kind).collect();
+        assert_eq!(kinds, [Some(ErrorKind::HandlerError), Some(ErrorKind::HandlerError), None]);
+        assert_eq!(results[0].call_id, "a");
+        let checking = results[0].error.as_deref().unwrap();
+        assert!(checking.contains("checking this call, so it was not run") && checking.contains("a bug on purpose"), "{checking}");
+        assert!(results[1].error.as_deref().unwrap().contains("it ran; its result is lost"));
+        assert_eq!(results[2].output, "fine");
     }
 }

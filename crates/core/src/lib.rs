@@ -13,6 +13,7 @@ pub mod judge;
 pub mod lookup;
 pub mod metrics;
 pub mod normalize;
+pub mod panic;
 pub mod options;
 pub mod parse;
 pub mod permission;

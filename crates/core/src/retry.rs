@@ -5,6 +5,7 @@ use std::time::Duration;
 use crate::options::RetryPolicy;
 use crate::registry::Tool;
 use crate::result::{ErrorKind, ToolResult};
+use crate::timer::seconds;
 
 /// Error codes of a connection that failed on the way, not of a request that was refused (Node's and undici's).
 const TRANSIENT_CODES: &[&str] = &[
@@ -52,7 +53,7 @@ pub fn delay(policy: &RetryPolicy, attempts_so_far: u32, retry_after_ms: Option<
     let ceiling = step.min(policy.max_delay_ms as f64);
     let jittered = fastrand::f64() * ceiling;
     let ms = retry_after_ms.map_or(jittered, |hint| jittered.max(hint as f64));
-    Duration::from_secs_f64(ms / 1000.0)
+    seconds(ms / 1000.0)
 }
 
 #[cfg(test)]

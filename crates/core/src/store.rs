@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use lru::LruCache;
 
+use crate::timer::{after, seconds};
+
 /// A token bucket: `capacity` tokens, refilled continuously at `refill_per_sec`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bucket {
@@ -126,7 +128,7 @@ impl Store for MemoryStore {
             self.bytes -= Self::size(&k, &c.value);
         }
         self.bytes += size;
-        if let Some((k, c)) = self.cache.push(key, Cached { value, expires: now + ttl }) {
+        if let Some((k, c)) = self.cache.push(key, Cached { value, expires: after(now, ttl) }) {
             self.bytes -= Self::size(&k, &c.value); // an entry evicted by the entry bound
         }
     }
@@ -156,7 +158,7 @@ impl Store for MemoryStore {
             return Take::Now;
         }
         // Tokens below zero are reservations already handed out: the next one is further away.
-        let wait = Duration::from_secs_f64((1.0 - state.tokens) / bucket.refill_per_sec);
+        let wait = seconds((1.0 - state.tokens) / bucket.refill_per_sec);
         if wait <= max_wait {
             state.tokens -= 1.0;
             Take::After(wait)
@@ -183,10 +185,10 @@ impl Store for MemoryStore {
             self.namespaces.pop(namespace);
         }
         if !self.namespaces.contains(namespace) {
-            self.namespaces.push(namespace.to_string(), Namespace { expires: now + ttl, counters: LruCache::new(per_namespace) });
+            self.namespaces.push(namespace.to_string(), Namespace { expires: after(now, ttl), counters: LruCache::new(per_namespace) });
         }
         let ns = self.namespaces.get_mut(namespace).expect("just ensured");
-        ns.expires = now + ttl;
+        ns.expires = after(now, ttl);
         let count = ns.counters.get_or_insert_mut(key.to_string(), || 0);
         *count += 1;
         *count

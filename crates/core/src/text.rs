@@ -42,3 +42,37 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
     }
     d[a.len() * width + b.len()]
 }
+
+/// The most characters of a name, key or value that a message quotes.
+pub const QUOTED_CHARS: usize = 100;
+/// The most items of a list (tools, properties, allowed values) that a message names.
+pub const LISTED_ITEMS: usize = 20;
+
+/// `text` in double quotes, escaped (a quote or a line break in it cannot end the quote), as a message quotes a
+/// name, key or pattern it was sent: at most `QUOTED_CHARS` characters, and what is left out counted
+/// (`"aaa…" (399900 more characters)`), so that a long name cannot make a long message.
+pub fn quote(text: &str) -> String {
+    let cut = byte_at(text, QUOTED_CHARS);
+    if cut == text.len() {
+        return format!("{text:?}");
+    }
+    format!("{:?} ({} more characters)", format!("{}…", &text[..cut]), char_count(&text[cut..]))
+}
+
+/// Items joined with ", ", at most `LISTED_ITEMS` of them, then how many more there are.
+pub fn list<I: IntoIterator<Item = S>, S: AsRef<str>>(items: I) -> String {
+    let mut shown = Vec::new();
+    let mut more = 0usize;
+    for item in items {
+        if shown.len() < LISTED_ITEMS {
+            shown.push(item.as_ref().to_string());
+        } else {
+            more += 1;
+        }
+    }
+    let mut text = shown.join(", ");
+    if more > 0 {
+        text.push_str(&format!(" and {more} more"));
+    }
+    text
+}

@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
@@ -21,6 +21,18 @@ struct State<K> {
 struct Shared<K> {
     state: Mutex<State<K>>,
     notify: Notify,
+}
+
+/// `now` plus `wait`, saturating: a limit, TTL or backoff too large to add to a clock (a programmer's `u64::MAX`) is
+/// a deadline a century away, not a panic.
+pub fn after(now: Instant, wait: Duration) -> Instant {
+    const CENTURY: Duration = Duration::from_secs(100 * 365 * 86_400);
+    now.checked_add(wait.min(CENTURY)).unwrap_or(now)
+}
+
+/// A wait in seconds as a `Duration`, saturating (negative or NaN reads as none, too long as the longest).
+pub fn seconds(secs: f64) -> Duration {
+    Duration::try_from_secs_f64(secs.max(0.0)).unwrap_or(Duration::MAX)
 }
 
 /// What a deadline key must be: ordered (ties between equal instants break on it) and cheap to copy.
@@ -125,7 +137,6 @@ impl<K: Key> Deadlines<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn pops_only_what_has_passed_in_deadline_order() {
