@@ -72,3 +72,50 @@ describe('outputs that JSON cannot carry as they are', () => {
     assert.equal(r.metadata.structured, undefined)
   })
 })
+
+describe('error texts the engine writes', () => {
+  it('quotes a 1 MB tool name cut short, in the error, the result and the audit record', async () => {
+    const records = []
+    const { gate } = gateWith([{ name: 'search' }], { audit: { onRecord: (r) => records.push(r) } })
+    const name = 'n'.repeat(1_000_000)
+    const [r] = await gate.execute([{ id: 'long', name }])
+    assertFailure(r, 'unknown_tool', `There is no tool named "${'n'.repeat(100)}…" (999900 more characters).`, 'Available tools: search.')
+    assert.ok(r.error.length < 300, `${r.error.length} characters`)
+    assert.equal(r.name, `${'n'.repeat(100)}…`)
+    assert.ok(JSON.stringify(records[0]).length < 1_000, 'the audit line is small')
+  })
+
+  it('lists at most 20 values of a 200,000-value enum, and the count of the rest', async () => {
+    const values = Array.from({ length: 200_000 }, (_, i) => `v${i}`)
+    const { gate } = gateWith([{ name: 'pick', parameters: { type: 'object', properties: { v: { enum: values } }, required: ['v'] } }])
+    const [r] = await gate.execute([{ name: 'pick', input: { v: 'nope' } }])
+    assertFailure(r, 'invalid_arguments', `- /v: must be one of ${values.slice(0, 20).map((v) => `"${v}"`).join(', ')} and 199980 more`)
+    assert.ok(r.error.length < 500, `${r.error.length} characters`)
+  })
+
+  it("names at most 20 of a model's unexpected keys, each cut short", async () => {
+    const { gate } = gateWith([{ name: 'strict', parameters: { type: 'object', properties: { q: { type: 'string' } }, additionalProperties: false } }])
+    const input = Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`${i}_${'k'.repeat(5_000)}`, 1]))
+    const [r] = await gate.execute([{ name: 'strict', input }])
+    assertFailure(r, 'invalid_arguments', 'unexpected properties', ' and 180 more: remove them', '(4902 more characters)')
+    assert.ok(r.error.length < 3_000, `${r.error.length} characters`)
+  })
+
+  it('holds every refusal, and the texts it quotes from the host, to maxErrorChars', async () => {
+    const { gate } = gateWith([
+      { name: 'checked', check: () => 'p'.repeat(1_000_000) },
+      { name: 'hang', handler: () => new Promise(() => {}) },
+    ], { maxErrorChars: 500 })
+    const controller = new AbortController()
+    const turn = gate.execute([{ name: 'checked' }, { name: 'hang' }], { signal: controller.signal })
+    setTimeout(() => controller.abort(new Error(`stop ${'r'.repeat(1_000_000)}`)), 20)
+    const [checked, cancelled] = await turn
+    assertFailure(checked, 'invalid_arguments', 'characters omitted')
+    assertFailure(cancelled, 'cancelled', 'characters omitted')
+    for (const r of [checked, cancelled]) {
+      assert.ok(r.error.length <= 600, `${r.error.length} characters`)
+      assert.equal(r.truncated, true)
+      assert.ok(r.metadata.originalChars > 1_000_000)
+    }
+  })
+})

@@ -88,7 +88,12 @@ function headerOf(headers, name) {
 /** The most of a foreign value's text that a message quotes. */
 const QUOTED_CHARS = 500
 
-const clip = (text) => (text.length > QUOTED_CHARS ? `${text.slice(0, QUOTED_CHARS)}…` : text)
+/** `text` cut to at most `max` UTF-16 units (never inside a surrogate pair), with "…" where it was cut. */
+function clip(text, max = QUOTED_CHARS) {
+  if (text.length <= max) return text
+  const end = text.charCodeAt(max - 1) >= 0xd800 && text.charCodeAt(max - 1) <= 0xdbff ? max - 1 : max
+  return `${text.slice(0, end)}…`
+}
 
 /** A value as a message quotes it (strings in quotes, objects as JSON, cut at 500 characters). Never throws,
  * whatever the value's getters, `toJSON` or proxy traps do. */

@@ -4,6 +4,7 @@
 // @opentelemetry/api) and, from the engine's counters, Prometheus text and a health report.
 
 const fs = require('node:fs')
+const { clip } = require('./describe.js')
 
 /** Context fields an audit record carries when the execution context has them. */
 const AUDIT_IDS = ['agentId', 'sessionId', 'userId', 'tenantId']
@@ -22,7 +23,7 @@ function traceEvents(traceId, results, args) {
       const next = timings && s + 1 < stages.length ? timings[s + 1] : undefined
       if (station === 'invoke') attempt += 1
       const event = {
-        type: 'station', traceId, callId: r.callId, toolName: r.name, station, outcome,
+        type: 'station', traceId, callId: clip(r.callId, AUDIT_FIELD_CHARS), toolName: r.name, station, outcome,
         at: at === undefined ? startedAt : startedAt + at,
         durationMs: at === undefined || next === undefined ? 0 : next - at,
       }
@@ -62,12 +63,15 @@ function decidedBy(r, station, outcome, attempt) {
   }
 }
 
-/** One audit record per call. */
+/** The longest text an audit record holds in one field: a model's id or an error may be any length. */
+const AUDIT_FIELD_CHARS = 2_000
+
+/** One audit record per call; its texts capped, so that no call can write a line of unbounded size. */
 function auditRecord(traceId, r, args, context) {
-  const record = { traceId, callId: r.callId, tool: r.name }
+  const record = { traceId, callId: clip(r.callId, AUDIT_FIELD_CHARS), tool: clip(r.name, AUDIT_FIELD_CHARS) }
   for (const key of AUDIT_IDS) {
     const value = context?.[key]
-    if (typeof value === 'string' || typeof value === 'number') record[key] = String(value)
+    if (typeof value === 'string' || typeof value === 'number') record[key] = clip(String(value), AUDIT_FIELD_CHARS)
   }
   Object.assign(record, {
     args,
@@ -75,7 +79,7 @@ function auditRecord(traceId, r, args, context) {
     durationMs: r.latencyMs,
     status: r.success ? 'ok' : 'error',
   })
-  if (!r.success) Object.assign(record, { errorKind: r.errorKind, error: r.error })
+  if (!r.success) Object.assign(record, { errorKind: r.errorKind, error: clip(r.error, AUDIT_FIELD_CHARS) })
   Object.assign(record, { attempts: r.attempts, cached: r.cached, truncated: r.truncated, outputChars: r.output.length })
   return record
 }

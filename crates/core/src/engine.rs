@@ -26,6 +26,7 @@ use crate::result::{failure_output, AttemptError, ErrorKind, PermissionNote, Rep
 use crate::scheduler::Schedule;
 use crate::shape::Shaper;
 use crate::store::{Bucket, MemoryLimits, MemoryStore, Store, Take};
+use crate::text::{clip, QUOTED_CHARS};
 use crate::timer::{after, Deadlines};
 use crate::judge;
 use crate::metrics::CallMetrics;
@@ -532,7 +533,7 @@ impl Engine {
             policy: policy.clone(),
             done_reported: false,
         };
-        let sealing = Sealing { note: self.options.repair.note, trace: self.options.trace, begun: now, begun_epoch_ms };
+        let sealing = Sealing { note: self.options.repair.note, trace: self.options.trace, begun: now, begun_epoch_ms, shaper: &self.shaper };
         for slot in turn.slots.iter_mut() {
             if let Some(mut result) = slot.result.take() {
                 // A cache hit answered here says it repeats a query, as one answered later does in `settle`.
@@ -589,7 +590,8 @@ impl Engine {
                     tool
                 }
                 None => {
-                    refuse(&mut slot, "lookup", &call.name, ErrorKind::UnknownTool, error);
+                    // No tool has a name this long: the result names it cut short, like the error does.
+                    refuse(&mut slot, "lookup", &clip(&call.name, QUOTED_CHARS), ErrorKind::UnknownTool, error);
                     return (slot, None);
                 }
             },
@@ -1539,7 +1541,7 @@ impl Engine {
         }
         self.count_rollback(turn_id, index, &mut result);
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
-        let sealing = Sealing { note: self.options.repair.note, trace: self.options.trace, begun: turn.begun, begun_epoch_ms: turn.begun_epoch_ms };
+        let sealing = Sealing { note: self.options.repair.note, trace: self.options.trace, begun: turn.begun, begun_epoch_ms: turn.begun_epoch_ms, shaper: &self.shaper };
         let slot = &mut turn.slots[index];
         let ran_ms = slot.first_started.map_or(0.0, |s| millis(now.saturating_duration_since(s)));
         result.attempts = slot.attempts;
@@ -1894,18 +1896,26 @@ fn tool_stats(counters: &ToolCounters, calls: &CallMetrics, in_flight: usize) ->
 }
 
 /// What every result of a turn is sealed with.
-struct Sealing {
+struct Sealing<'a> {
     note: bool,
     trace: bool,
     begun: Instant,
     begun_epoch_ms: f64,
+    shaper: &'a Shaper,
 }
 
-impl Sealing {
+impl Sealing<'_> {
     /// Final touches every result gets: its trace marks (with their times when tracing), timing, the permission
     /// decision, and what the repair station changed (by default also said in one line the model reads, so that
-    /// it can learn within the session).
+    /// it can learn within the session). A failure's text is then held to what any error text is held to.
     fn seal(&self, result: &mut ToolResult, slot: &mut Slot, ran_ms: f64) {
+        self.touch(result, slot, ran_ms);
+        if !result.success {
+            self.shaper.shape_failure(result);
+        }
+    }
+
+    fn touch(&self, result: &mut ToolResult, slot: &mut Slot, ran_ms: f64) {
         result.latency_ms = ran_ms;
         result.metadata.started_at = self.begun_epoch_ms;
         if self.trace {

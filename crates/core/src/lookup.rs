@@ -4,14 +4,17 @@ use std::sync::Arc;
 
 use crate::permission::Policy;
 use crate::registry::{Registry, Tool};
-use crate::text::{edit_distance, fold};
+use crate::text::{edit_distance_within, fold, list, quote};
+
+/// The most tool names an unknown-tool error lists (the provider was sent the whole list with the definitions).
+const LISTED_TOOLS: usize = 50;
 
 pub fn lookup(registry: &Registry, policy: &Policy, name: &str) -> Result<Arc<Tool>, String> {
     if let Some(tool) = registry.get(name) {
         return Ok(tool.clone());
     }
     let visible: Vec<&str> = registry.iter().filter(|t| policy.visible(t)).map(|t| t.spec.name.as_str()).collect();
-    let called = if name.is_empty() { "The call names no tool.".to_string() } else { format!("There is no tool named \"{name}\".") };
+    let called = if name.is_empty() { "The call names no tool.".to_string() } else { format!("There is no tool named {}.", quote(name)) };
     if visible.is_empty() {
         return Err(format!("{called} No tools are available here; answer without calling a tool."));
     }
@@ -19,7 +22,7 @@ pub fn lookup(registry: &Registry, policy: &Policy, name: &str) -> Result<Arc<To
         Some(best) => format!(" Did you mean \"{best}\"?"),
         None => String::new(),
     };
-    Err(format!("{called}{hint} Available tools: {}. Call one of these by its exact name.", visible.join(", ")))
+    Err(format!("{called}{hint} Available tools: {}. Call one of these by its exact name.", list(&visible, LISTED_TOOLS)))
 }
 
 /// The one tool this context may use whose name is the called name ignoring case and separators
@@ -40,11 +43,12 @@ pub fn closest<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
     if let Some(same) = candidates.iter().find(|c| fold(c) == wanted) {
         return Some(same);
     }
-    let limit = (wanted.chars().count() / 3).clamp(1, 3);
+    let wanted: Vec<char> = wanted.chars().collect();
+    let limit = (wanted.len() / 3).clamp(1, 3);
     let mut best: Option<(usize, &str)> = None;
     for c in candidates {
-        let d = edit_distance(&wanted, &fold(c));
-        if d <= limit && best.is_none_or(|(bd, _)| d < bd) {
+        let Some(d) = edit_distance_within(&wanted, &fold(c).chars().collect::<Vec<_>>(), limit) else { continue };
+        if best.is_none_or(|(bd, _)| d < bd) {
             best = Some((d, c));
         }
     }
@@ -57,13 +61,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_name_of_any_length_costs_a_bounded_search() {
+        let names: Vec<String> = (0..500).map(|i| format!("tool_number_{i}")).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let long = "x".repeat(1_000);
+        let cells = crate::text::tests::cells_of(|| assert_eq!(closest(&long, &names), None));
+        assert_eq!(cells, 0, "a name too long to be a near miss is told apart by its length");
+        let near = crate::text::tests::cells_of(|| assert_eq!(closest("tool_numbr_77", &names), Some("tool_number_77")));
+        assert!(near <= 500 * 12 * 7, "{near} cells: only the band around the diagonal");
+    }
+
+    #[test]
     fn suggests_by_separators_case_and_spelling() {
         let names = ["web_search", "read_file", "write_file"];
         assert_eq!(closest("web-search", &names), Some("web_search"));
         assert_eq!(closest("WebSearch", &names), Some("web_search"));
         assert_eq!(closest("read_fiel", &names), Some("read_file"));
         assert_eq!(closest("deploy", &names), None);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("qeury", "query"), 1, "a swap is one edit");
     }
 }

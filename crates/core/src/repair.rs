@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::{Map, Number, Value};
 
 use crate::result::Repair;
-use crate::text::{edit_distance, fold};
+use crate::text::{edit_distance_within, fold};
 
 
 /// Which repairs an executor makes; `repair: false` turns them all off.
@@ -491,8 +491,9 @@ fn closest_property<'p>(key: &str, candidates: impl Iterator<Item = &'p str> + C
         let rule = if property.trim_start_matches('_') == key { "key-underscore" } else { "key-case" };
         return Some((property, rule));
     }
-    let limit = if folded.chars().count() <= 6 { 1 } else { 2 };
-    let near: Vec<(usize, &str)> = candidates.map(|p| (edit_distance(&folded, &fold(p)), p)).filter(|(d, _)| *d <= limit).collect();
+    let folded: Vec<char> = folded.chars().collect();
+    let limit = if folded.len() <= 6 { 1 } else { 2 };
+    let near: Vec<(usize, &str)> = candidates.filter_map(|p| edit_distance_within(&folded, &fold(p).chars().collect::<Vec<_>>(), limit).map(|d| (d, p))).collect();
     let best = near.iter().map(|(d, _)| *d).min()?;
     only(near.into_iter().filter(|(d, _)| *d == best).map(|(_, p)| p).collect()).map(|p| (p, "key-typo"))
 }
@@ -632,6 +633,20 @@ mod tests {
         let two = json!({"type": "object", "properties": {"start_date": {}, "end_date": {}, "lime": {}, "limit": {}}});
         assert_eq!(fix(two.clone(), json!({"date": "x"})).1, Vec::<String>::new(), "two equally close: no guess");
         assert_eq!(fix(two, json!({"limi": 1})).1, Vec::<String>::new(), "lime and limit are both one edit away");
+    }
+
+    #[test]
+    fn many_long_unknown_keys_cost_a_bounded_search() {
+        let properties: Map<String, Value> = (0..50).map(|i| (format!("property_{i}"), json!({"type": "string"}))).collect();
+        let schema = json!({"type": "object", "properties": properties, "required": ["property_0"]});
+        let long: Map<String, Value> = (0..200).map(|i| (format!("k{i}_{}", "y".repeat(1_000)), json!(1))).collect();
+        let cells = crate::text::tests::cells_of(|| assert_eq!(fix(schema.clone(), Value::Object(long)).1, Vec::<String>::new()));
+        assert_eq!(cells, 0, "keys far longer than every property are told apart by length");
+        let close: Map<String, Value> = (0..200).map(|i| (format!("propertx_{i}"), json!("v"))).collect();
+        let cells = crate::text::tests::cells_of(|| {
+            fix(schema, Value::Object(close));
+        });
+        assert!(cells <= 200 * 50 * 12 * 5, "{cells} cells: only the band around the diagonal");
     }
 
     #[test]

@@ -166,10 +166,26 @@ impl Shaper {
         "spilled"
     }
 
+    /// A failure the engine wrote itself (a refusal, a timeout, a cancellation), which echoes what the model, the
+    /// host or the caller sent (a name, keys, a reason): redacted and held to `maxErrorChars`, as a handler's is.
+    pub fn shape_failure(&self, result: &mut ToolResult) {
+        let (Some(error), Some(kind)) = (result.error.as_mut(), result.error_kind) else { return };
+        let mut counts = Redactions::new();
+        if redact_in_place(&self.redactor, error, &mut counts) {
+            result.output = failure_output(kind, error);
+            let known = result.metadata.redactions.get_or_insert_with(Redactions::new);
+            for (rule, n) in counts {
+                *known.entry(rule).or_default() += n;
+            }
+        }
+        self.limit_error(result);
+    }
+
     fn limit_error(&self, result: &mut ToolResult) -> &'static str {
         let (Some(error), Some(kind)) = (&result.error, result.error_kind) else { return "ok" };
         let total = char_count(error);
-        if total <= self.max_error_chars {
+        // Cut once: a text already cut holds its head, its tail and the count between, a little over the limit.
+        if total <= self.max_error_chars || result.truncated {
             return "ok";
         }
         let cut = head_and_tail(error, total, self.max_error_chars);

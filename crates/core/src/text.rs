@@ -23,30 +23,62 @@ pub fn fold(name: &str) -> String {
     name.chars().filter(|c| !matches!(c, '_' | '-' | ' ' | '.')).flat_map(char::to_lowercase).collect()
 }
 
-/// Edit distance over chars, counting a swap of two neighbours as one edit (optimal string alignment): `qeury` is
-/// one edit from `query`, as a typist would see it.
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
+/// The edit distance between `a` and `b` (as chars) when it is at most `limit`, else None: a swap of two
+/// neighbours counting as one edit (optimal string alignment), so `qeury` is one edit from `query`, as a typist
+/// would see it. Only cells within `limit` of the diagonal are computed, and the work stops once every cell of a
+/// row exceeds `limit`: a 100,000-character key costs next to nothing against a 10-character name.
+pub fn edit_distance_within(a: &[char], b: &[char], limit: usize) -> Option<usize> {
+    if a.len().abs_diff(b.len()) > limit {
+        return None;
+    }
+    let far = limit + 1;
     let width = b.len() + 1;
-    let mut d: Vec<usize> = (0..(a.len() + 1) * width).map(|k| if k < width { k } else if k % width == 0 { k / width } else { 0 }).collect();
+    // Three rows, rotated each step: the one before the previous (for swaps), the previous, and the current (which
+    // starts as row 0).
+    let mut rows = vec![vec![far; width]; 3];
+    for (j, cell) in rows[2].iter_mut().enumerate().take(limit + 1) {
+        *cell = j;
+    }
     for i in 1..=a.len() {
-        for j in 1..=b.len() {
+        let (lo, hi) = (i.saturating_sub(limit).max(1), (i + limit).min(b.len()));
+        rows.rotate_left(1);
+        let [before, previous, current] = &mut rows[..] else { unreachable!("three rows") };
+        // What this row's cells, and the next rows, read of it beyond the band must be `far`, not an old row's.
+        current[lo - 1..=(hi + 1).min(b.len())].fill(far);
+        current[0] = if i <= limit { i } else { far };
+        let mut row_min = current[0];
+        for j in lo..=hi {
+            #[cfg(test)]
+            tests::CELLS.with(|c| c.set(c.get() + 1));
             let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (d[(i - 1) * width + j] + 1).min(d[i * width + j - 1] + 1).min(d[(i - 1) * width + j - 1] + cost);
+            let mut best = (previous[j] + 1).min(current[j - 1] + 1).min(previous[j - 1] + cost);
             if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(d[(i - 2) * width + j - 2] + 1);
+                best = best.min(before[j - 2] + 1);
             }
-            d[i * width + j] = best;
+            current[j] = best.min(far);
+            row_min = row_min.min(current[j]);
+        }
+        if row_min > limit {
+            return None;
         }
     }
-    d[a.len() * width + b.len()]
+    let d = rows[2][b.len()];
+    (d <= limit).then_some(d)
 }
 
 /// The most characters of a name, key or value that a message quotes.
 pub const QUOTED_CHARS: usize = 100;
-/// The most items of a list (tools, properties, allowed values) that a message names.
+/// The most items of a list (properties, allowed values) that a message names.
 pub const LISTED_ITEMS: usize = 20;
+
+/// `text` cut to at most `max` characters, with "…" where it was cut.
+pub fn clip(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    let cut = byte_at(text, max);
+    if cut == text.len() {
+        return text.into();
+    }
+    format!("{}…", &text[..cut]).into()
+}
 
 /// `text` in double quotes, escaped (a quote or a line break in it cannot end the quote), as a message quotes a
 /// name, key or pattern it was sent: at most `QUOTED_CHARS` characters, and what is left out counted
@@ -59,12 +91,12 @@ pub fn quote(text: &str) -> String {
     format!("{:?} ({} more characters)", format!("{}…", &text[..cut]), char_count(&text[cut..]))
 }
 
-/// Items joined with ", ", at most `LISTED_ITEMS` of them, then how many more there are.
-pub fn list<I: IntoIterator<Item = S>, S: AsRef<str>>(items: I) -> String {
+/// Items joined with ", ", at most `max` of them, then how many more there are.
+pub fn list<I: IntoIterator<Item = S>, S: AsRef<str>>(items: I, max: usize) -> String {
     let mut shown = Vec::new();
     let mut more = 0usize;
     for item in items {
-        if shown.len() < LISTED_ITEMS {
+        if shown.len() < max {
             shown.push(item.as_ref().to_string());
         } else {
             more += 1;
@@ -75,4 +107,95 @@ pub fn list<I: IntoIterator<Item = S>, S: AsRef<str>>(items: I) -> String {
         text.push_str(&format!(" and {more} more"));
     }
     text
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    thread_local! {
+        /// Distance cells computed on this thread, to bound the work a model's input can cause.
+        pub(crate) static CELLS: Cell<u64> = const { Cell::new(0) };
+    }
+
+    /// `edit_distance_within` on two strings.
+    pub(crate) fn within(a: &str, b: &str, limit: usize) -> Option<usize> {
+        edit_distance_within(&a.chars().collect::<Vec<_>>(), &b.chars().collect::<Vec<_>>(), limit)
+    }
+
+    /// Cells `f` computes.
+    pub(crate) fn cells_of(f: impl FnOnce()) -> u64 {
+        let before = CELLS.with(Cell::get);
+        f();
+        CELLS.with(Cell::get) - before
+    }
+
+    #[test]
+    fn distances_within_the_limit_are_exact_and_beyond_it_none() {
+        assert_eq!(within("kitten", "sitting", 3), Some(3));
+        assert_eq!(within("kitten", "sitting", 2), None);
+        assert_eq!(within("qeury", "query", 1), Some(1), "a swap is one edit");
+        assert_eq!(within("query", "query", 0), Some(0));
+        assert_eq!(within("", "ab", 2), Some(2));
+        assert_eq!(within("abc", "", 2), None);
+        assert_eq!(within("read_fiel", "read_file", 3), Some(1));
+        assert_eq!(within("aaaaaaab", "baaaaaaa", 2), Some(2));
+    }
+
+    /// The whole matrix, for comparison.
+    fn full_distance(a: &str, b: &str) -> usize {
+        let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+        let mut d = vec![vec![0; b.len() + 1]; a.len() + 1];
+        for (i, row) in d.iter_mut().enumerate() {
+            row[0] = i;
+        }
+        for (j, cell) in d[0].iter_mut().enumerate() {
+            *cell = j;
+        }
+        for i in 1..=a.len() {
+            for j in 1..=b.len() {
+                let cost = usize::from(a[i - 1] != b[j - 1]);
+                d[i][j] = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+                if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                    d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+                }
+            }
+        }
+        d[a.len()][b.len()]
+    }
+
+    #[test]
+    fn the_band_agrees_with_the_whole_matrix() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let word = |rng: &mut fastrand::Rng| (0..rng.usize(0..9)).map(|_| ['a', 'b', 'c', 'é'][rng.usize(0..4)]).collect::<String>();
+        for _ in 0..5_000 {
+            let (a, b, limit) = (word(&mut rng), word(&mut rng), rng.usize(0..5));
+            let full = full_distance(&a, &b);
+            assert_eq!(within(&a, &b, limit), (full <= limit).then_some(full), "{a:?} {b:?} within {limit}");
+        }
+    }
+
+    #[test]
+    fn a_long_text_costs_at_most_the_band_around_the_diagonal() {
+        let long = "x".repeat(100_000);
+        assert_eq!(cells_of(|| assert_eq!(within(&long, "query", 3), None)), 0, "told apart by length");
+        let near = format!("{}y", "x".repeat(99_999));
+        let cells = cells_of(|| assert_eq!(within(&long, &near, 2), Some(1)));
+        assert!(cells <= 100_000 * 5, "{cells} cells for two 100,000-character texts");
+        let other = "y".repeat(100_000);
+        assert!(cells_of(|| assert_eq!(within(&long, &other, 2), None)) <= 5 * 3, "stops once a row is past the limit");
+    }
+
+    #[test]
+    fn quotes_and_lists_are_bounded_and_say_what_they_left_out() {
+        assert_eq!(quote("web_search"), "\"web_search\"");
+        assert_eq!(quote("a\"b\nc"), "\"a\\\"b\\nc\"", "escaped: the quote cannot end early");
+        let long = "é".repeat(QUOTED_CHARS + 5);
+        assert_eq!(quote(&long), format!("\"{}…\" (5 more characters)", "é".repeat(QUOTED_CHARS)));
+        assert_eq!(list(["a", "b", "c"], 2), "a, b and 1 more");
+        assert_eq!(list(["a", "b"], 2), "a, b");
+        assert_eq!(clip("abcdef", 3), "abc…");
+        assert_eq!(clip("abc", 3), "abc");
+    }
 }

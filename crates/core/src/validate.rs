@@ -8,6 +8,7 @@ use jsonschema::ValidationError;
 use serde_json::Value;
 
 use crate::registry::Tool;
+use crate::text::{clip, list, quote, LISTED_ITEMS, QUOTED_CHARS};
 
 /// How many problems one message lists before it says "and N more".
 const MAX_LISTED: usize = 12;
@@ -20,8 +21,9 @@ pub fn validate(tool: &Tool, args: &Value) -> Result<(), String> {
         .validator
         .iter_errors(args)
         .map(|e| {
+            // The path is made of the model's keys: a long one is cut.
             let path = e.instance_path().to_string();
-            let at = if path.is_empty() { "(arguments)".to_string() } else { path };
+            let at = if path.is_empty() { "(arguments)".to_string() } else { clip(&path, QUOTED_CHARS).into_owned() };
             format!("- {at}: {}", describe(&e))
         })
         .collect();
@@ -55,7 +57,7 @@ fn describe(error: &ValidationError<'_>) -> String {
             format!("unexpected {} {}: remove {}", plural("property", unexpected.len()), quoted(unexpected), them(unexpected.len()))
         }
         ValidationErrorKind::Enum { options } => format!("must be one of {}", list_values(options)),
-        ValidationErrorKind::Constant { expected_value } => format!("must be exactly {expected_value}"),
+        ValidationErrorKind::Constant { expected_value } => format!("must be exactly {}", clip(&expected_value.to_string(), QUOTED_CHARS)),
         ValidationErrorKind::Minimum { limit } => format!("must be at least {limit}"),
         ValidationErrorKind::Maximum { limit } => format!("must be at most {limit}"),
         ValidationErrorKind::ExclusiveMinimum { limit } => format!("must be greater than {limit}"),
@@ -68,7 +70,7 @@ fn describe(error: &ValidationError<'_>) -> String {
         ValidationErrorKind::MinProperties { limit } => format!("must have at least {limit} {}", plural("property", *limit as usize)),
         ValidationErrorKind::MaxProperties { limit } => format!("must have at most {limit} {}", plural("property", *limit as usize)),
         ValidationErrorKind::UniqueItems => "items must be unique".into(),
-        ValidationErrorKind::Pattern { pattern } => format!("must match the pattern {pattern}"),
+        ValidationErrorKind::Pattern { pattern } => format!("must match the pattern {}", clip(pattern, QUOTED_CHARS)),
         ValidationErrorKind::Format { format } => format!("must be a valid {format}"),
         ValidationErrorKind::AnyOf { .. } | ValidationErrorKind::OneOfNotValid { .. } => {
             "does not match any of the allowed forms of this value".into()
@@ -78,7 +80,7 @@ fn describe(error: &ValidationError<'_>) -> String {
         ValidationErrorKind::FalseSchema => "is not allowed here".into(),
         ValidationErrorKind::Contains => "must contain at least one item of the required form".into(),
         ValidationErrorKind::PropertyNames { error } => format!("has a property name that is not allowed (the name {})", describe(error)),
-        _ => error.masked().to_string(),
+        _ => clip(&error.masked().to_string(), QUOTED_CHARS).into_owned(),
     }
 }
 
@@ -118,13 +120,14 @@ fn them(n: usize) -> &'static str {
     if n == 1 { "it" } else { "them" }
 }
 
+/// The model's own keys, each quoted and cut short, and at most `LISTED_ITEMS` of them.
 fn quoted(names: &[String]) -> String {
-    names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ")
+    list(names.iter().map(|n| quote(n)), LISTED_ITEMS)
 }
 
 fn list_values(options: &Value) -> String {
     match options {
-        Value::Array(items) => items.iter().map(Value::to_string).collect::<Vec<_>>().join(", "),
-        other => other.to_string(),
+        Value::Array(items) => list(items.iter().map(|v| clip(&v.to_string(), QUOTED_CHARS).into_owned()), LISTED_ITEMS),
+        other => clip(&other.to_string(), QUOTED_CHARS).into_owned(),
     }
 }
