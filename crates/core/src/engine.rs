@@ -13,6 +13,7 @@ use rustc_hash::FxHashMap;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use crate::bounded::Bounded;
 use crate::cache::{self, Kept};
 use crate::calls::{read_calls, IncomingCall};
 use crate::dedup::{self, Mode};
@@ -348,7 +349,7 @@ pub struct Engine {
     rate_limit: Option<RateLimit>,
     shaper: Arc<Shaper>,
     /// Consecutive rollback flags per session (`sessionId`; "" without one).
-    rollbacks: lru::LruCache<String, u32>,
+    rollbacks: Bounded<String, u32>,
     /// The executor's permission rules and mode, under every context's.
     permissions: Arc<Permissions>,
     /// Requests the host has not answered: ticket → (turn, call index, kind, answer deadline).
@@ -357,7 +358,7 @@ pub struct Engine {
     /// Requests made since the last step went out.
     outbox: Vec<HostRequest>,
     /// Approvals given "for this session": session, tool and the rule that asked.
-    remembered: lru::LruCache<String, ()>,
+    remembered: Bounded<String, ()>,
     /// Turns to advance before the current entry point returns (a worklist, so nothing recurses per call).
     dirty: BTreeSet<u32>,
     /// The stage sequences the host knows by id (see `results_to_wire`).
@@ -397,15 +398,14 @@ impl Engine {
     pub fn with_store(options: EngineOptions, store: Box<dyn Store>) -> Result<Self, String> {
         let rate_limit = options.rate_limit.as_ref().map(RateLimit::parse).transpose()?;
         let shaper = Shaper::new(&options.redact, options.artifacts.clone(), options.preview_chars, options.max_error_chars)?;
-        let sessions = std::num::NonZeroUsize::new(options.dedup.max_sessions).expect("checked positive");
         let permissions = options.permissions.as_ref().map(|p| Permissions::parse(p, "executor")).transpose()?.unwrap_or_default();
         Ok(Engine {
-            rollbacks: lru::LruCache::new(sessions),
+            rollbacks: Bounded::new(options.dedup.max_sessions),
             permissions: Arc::new(permissions),
             tickets: FxHashMap::default(),
             next_ticket: 1,
             outbox: Vec::new(),
-            remembered: lru::LruCache::new(std::num::NonZeroUsize::new(10_000).expect("positive")),
+            remembered: Bounded::new(REMEMBERED_APPROVALS),
             shaper: Arc::new(shaper),
             store,
             flights: HashMap::new(),
@@ -821,7 +821,7 @@ impl Engine {
                     let how = if session.is_some() { "approved for this session" } else { "approved" };
                     slot.permission = Some(("approved", format!("{asked_by}; {how} by the approval callback")));
                     if let Some(session) = session {
-                        self.remembered.put(remembered_key(&session, &name, &asked_by), ());
+                        self.remembered.push(remembered_key(&session, &name, &asked_by), ());
                     }
                 }
                 refused
@@ -1723,6 +1723,8 @@ impl Engine {
     }
 }
 
+/// Approvals given "for this session" kept at most, across sessions (the least recently used go first).
+const REMEMBERED_APPROVALS: usize = 10_000;
 /// The name of the tool that reads artifacts back: when registered, a spilled output says to use it.
 const ARTIFACT_READER: &str = "read_artifact";
 /// How much of a call's arguments a trace shows.

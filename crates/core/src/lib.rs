@@ -2,6 +2,7 @@
 //! No JS here: a host (the Node binding, or a test) drives `Engine` and runs the handlers.
 
 pub mod artifacts;
+pub mod bounded;
 pub mod cache;
 pub mod calls;
 pub mod checks;

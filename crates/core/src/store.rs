@@ -2,13 +2,10 @@
 //! (take tokens) and session counters (increment). The in-memory store is the embedded default; a shared store
 //! (Redis) implements the same trait so that limits and cache hold across processes without touching a station.
 
-use std::collections::HashMap;
-use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lru::LruCache;
-
+use crate::bounded::Bounded;
 use crate::timer::{after, seconds};
 
 /// A token bucket: `capacity` tokens, refilled continuously at `refill_per_sec`.
@@ -62,34 +59,50 @@ struct Cached {
 struct TokenState {
     tokens: f64,
     at: Instant,
+    /// When the bucket is full again: from then on it is the same as no bucket, and may go.
+    full_at: Instant,
 }
 
 struct Namespace {
     expires: Instant,
-    counters: LruCache<String, u64>,
+    counters: Bounded<String, u64>,
 }
+
+/// Buckets kept at most (one per rate-limit key value, a user id say); past this, the least recently used goes,
+/// as if it had refilled. Full buckets go first, at every sweep.
+pub const MAX_BUCKETS: usize = 100_000;
+/// Buckets held before the first sweep for full ones.
+const FIRST_SWEEP: usize = 1_024;
 
 pub struct MemoryStore {
     limits: MemoryLimits,
-    cache: LruCache<String, Cached>,
+    cache: Bounded<String, Cached>,
     bytes: usize,
-    buckets: HashMap<String, TokenState>,
-    namespaces: LruCache<String, Namespace>,
-}
-
-fn cap(n: usize) -> NonZeroUsize {
-    NonZeroUsize::new(n.max(1)).expect("at least one")
+    buckets: Bounded<String, TokenState>,
+    /// The bucket count at which full buckets are swept out next (twice what was left after the last sweep).
+    sweep_at: usize,
+    namespaces: Bounded<String, Namespace>,
 }
 
 impl MemoryStore {
     pub fn new(limits: MemoryLimits) -> Self {
         MemoryStore {
             limits,
-            cache: LruCache::new(cap(limits.max_entries)),
+            cache: Bounded::new(limits.max_entries),
             bytes: 0,
-            buckets: HashMap::new(),
-            namespaces: LruCache::new(cap(limits.max_namespaces)),
+            buckets: Bounded::new(MAX_BUCKETS),
+            sweep_at: FIRST_SWEEP,
+            namespaces: Bounded::new(limits.max_namespaces),
         }
+    }
+
+    /// Removes every bucket that has refilled: a full bucket and no bucket take tokens alike.
+    fn sweep_full_buckets(&mut self, now: Instant) {
+        let full: Vec<String> = self.buckets.iter().filter(|(_, b)| b.full_at <= now).map(|(k, _)| k.clone()).collect();
+        for key in full {
+            self.buckets.pop(&key);
+        }
+        self.sweep_at = (self.buckets.len() * 2).max(FIRST_SWEEP);
     }
 
     fn size(key: &str, value: &str) -> usize {
@@ -149,27 +162,37 @@ impl Store for MemoryStore {
     }
 
     fn take_token(&mut self, key: &str, bucket: Bucket, max_wait: Duration, now: Instant) -> Take {
-        let state = self.buckets.entry(key.to_string()).or_insert(TokenState { tokens: bucket.capacity, at: now });
+        if self.buckets.len() >= self.sweep_at {
+            self.sweep_full_buckets(now);
+        }
+        let state = match self.buckets.get_mut(key) {
+            Some(state) => state,
+            None => self.buckets.get_or_insert_mut(key.to_string(), || TokenState { tokens: bucket.capacity, at: now, full_at: now }),
+        };
         let elapsed = now.saturating_duration_since(state.at).as_secs_f64();
         state.tokens = (state.tokens + elapsed * bucket.refill_per_sec).min(bucket.capacity);
         state.at = now;
-        if state.tokens >= 1.0 {
+        let take = if state.tokens >= 1.0 {
             state.tokens -= 1.0;
-            return Take::Now;
-        }
-        // Tokens below zero are reservations already handed out: the next one is further away.
-        let wait = seconds((1.0 - state.tokens) / bucket.refill_per_sec);
-        if wait <= max_wait {
-            state.tokens -= 1.0;
-            Take::After(wait)
+            Take::Now
         } else {
-            Take::Refused(wait)
-        }
+            // Tokens below zero are reservations already handed out: the next one is further away.
+            let wait = seconds((1.0 - state.tokens) / bucket.refill_per_sec);
+            if wait <= max_wait {
+                state.tokens -= 1.0;
+                Take::After(wait)
+            } else {
+                Take::Refused(wait)
+            }
+        };
+        state.full_at = after(now, seconds((bucket.capacity - state.tokens) / bucket.refill_per_sec));
+        take
     }
 
     fn refund_token(&mut self, key: &str, bucket: Bucket) {
-        if let Some(state) = self.buckets.get_mut(key) {
+        if let Some(state) = self.buckets.peek_mut(key) {
             state.tokens = (state.tokens + 1.0).min(bucket.capacity);
+            state.full_at = after(state.at, seconds((bucket.capacity - state.tokens) / bucket.refill_per_sec));
         }
     }
 
@@ -180,12 +203,12 @@ impl Store for MemoryStore {
     }
 
     fn increment(&mut self, namespace: &str, key: &str, ttl: Duration, now: Instant) -> u64 {
-        let per_namespace = cap(self.limits.max_counters_per_namespace);
+        let per_namespace = self.limits.max_counters_per_namespace;
         if self.namespaces.peek(namespace).is_some_and(|ns| ns.expires <= now) {
             self.namespaces.pop(namespace);
         }
         if !self.namespaces.contains(namespace) {
-            self.namespaces.push(namespace.to_string(), Namespace { expires: after(now, ttl), counters: LruCache::new(per_namespace) });
+            self.namespaces.push(namespace.to_string(), Namespace { expires: after(now, ttl), counters: Bounded::new(per_namespace) });
         }
         let ns = self.namespaces.get_mut(namespace).expect("just ensured");
         ns.expires = after(now, ttl);
