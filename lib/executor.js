@@ -229,7 +229,10 @@ class ToolExecutor {
     }
     this.#engine.removeArtifacts()
     this.#observers?.auditSink?.close()
-    return { stillRunning: this.pendingHandlers() }
+    const stillRunning = this.pendingHandlers()
+    // Handlers that never settle are the application's to find in `stillRunning`; the executor lets them go.
+    this.#abandoned.clear()
+    return { stillRunning }
   }
 
   /**
@@ -309,6 +312,7 @@ class ToolExecutor {
       call.endedBy = 'cancelled'
       call.endedAt = Date.now()
       call.abort(new DOMException('The tool call was cancelled: toolgate failed', 'AbortError'))
+      call.release()
     }
     this.#runs.clear()
     for (const turn of turns) {
@@ -415,6 +419,7 @@ class ToolExecutor {
     }
     this.#sendSettled() // settlements cross in the order they came
     this.#runs.delete(run)
+    call.release()
     if (typeof payload === 'string') this.#sendInSlices(run, kind, payload, 0)
     else this.#drive(() => this.#engine.completeBytes(run, kind, payload))
   }
@@ -427,7 +432,12 @@ class ToolExecutor {
     if (runs.length === 0) return
     this.#settled = { runs: [], kinds: [], payloads: [] }
     for (let i = runs.length - 1; i >= 0; i--) {
-      if (this.#runs.delete(runs[i])) continue
+      const call = this.#runs.get(runs[i])
+      if (call !== undefined) {
+        this.#runs.delete(runs[i])
+        call.release()
+        continue
+      }
       this.#lateSettlement(runs[i], kinds[i] === 'thrown' ? 'rejected' : 'resolved')
       runs.splice(i, 1)
       kinds.splice(i, 1)
@@ -458,6 +468,15 @@ class ToolExecutor {
     call.endedAt = Date.now()
     const { turn } = call
     call.abort(kind === 'cancelled' && turn.abortReason !== undefined ? turn.abortReason : new DOMException(TIMEOUT_MESSAGES[kind], 'TimeoutError'))
+    this.#abandon(call)
+  }
+
+  /** A handler the engine stopped waiting for may never settle: what it keeps of its call is a small record (the
+   * turn, its calls and their outputs, and the arguments go), with the arguments as a late-settlement trace
+   * would show them when one can be sent. */
+  #abandon(call) {
+    if (this.#listeners.onTrace) this.#guard(() => { call.argsSnapshot = this.#snapshots([call.args])[0] })
+    call.release()
   }
 
   /** A handler settled after its call was answered: its side effects happened past the deadline. Recorded. */
@@ -468,7 +487,7 @@ class ToolExecutor {
     this.#guard(() => this.#engine.noteLateSettlement(call.toolName))
     this.#emitTrace({
       type: 'late_settlement', callId: call.callId, toolName: call.toolName, attempt: call.attempt, endedBy: call.endedBy,
-      outcome, afterMs: Date.now() - call.endedAt, args: this.#snapshots([call.args])[0],
+      outcome, afterMs: Date.now() - call.endedAt, args: call.argsSnapshot,
     })
     if (this.#abandoned.size === 0 && this.#turns.size === 0) this.#onIdle?.()
   }
@@ -556,6 +575,8 @@ class RunningCall {
     this.toolName = toolName
     this.attempt = attempt
     this.args = args
+    /** The arguments as a late-settlement trace shows them, taken when the call is abandoned. */
+    this.argsSnapshot = undefined
     this.startedAt = Date.now()
     this.controller = undefined
     this.abortReason = undefined
@@ -575,6 +596,12 @@ class RunningCall {
   abort(reason) {
     this.abortReason = reason
     this.controller?.abort(reason)
+  }
+
+  /** The call is over for the executor: a handler that keeps its `ctx` keeps nothing of the turn through it. */
+  release() {
+    this.turn = undefined
+    this.args = undefined
   }
 }
 

@@ -1,0 +1,56 @@
+'use strict'
+// What the JS layer keeps of calls it no longer waits for. A handler that never settles may keep its `ctx` forever
+// (waiting on a socket that never answers); through it, the executor must keep a small record, not the turn with
+// its calls and their outputs. Measured in a child process with --expose-gc, with wide margins: heap use after a
+// full collection is stable from run to run, unlike time.
+
+const { describe, it } = require('node:test')
+const assert = require('node:assert/strict')
+const { spawn } = require('node:child_process')
+const { lastJsonLine } = require('./helpers')
+
+function runGcChild(script) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--expose-gc', '-e', script], { cwd: __dirname, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (d) => { stdout += d })
+    child.stderr.setEncoding('utf8').on('data', (d) => { stderr += d })
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, stdout, stderr }))
+  })
+}
+
+describe('handlers that never settle', () => {
+  it('keep a small record each, and close() lets them go', async () => {
+    const child = await runGcChild(`
+      const { ToolExecutor } = require('..')
+      const gate = new ToolExecutor()
+      const waiting = [] // what a handler stuck on a socket keeps: its ctx
+      gate.register({ name: 'hang', timeoutMs: 20, handler: (_args, ctx) => new Promise(() => { waiting.push(ctx) }) })
+      gate.register({ name: 'page', readOnly: true, handler: () => 'p'.repeat(10_000) })
+      const heap = () => { global.gc(); return process.memoryUsage().heapUsed }
+      ;(async () => {
+        const start = heap()
+        const blob = 'a'.repeat(10_000)
+        for (let i = 0; i < 20_000; i += 500) {
+          await Promise.all(Array.from({ length: 500 }, (_, k) => gate.execute([{ name: 'page' }, { name: 'hang', input: { blob: blob + (i + k) } }])))
+        }
+        const open = heap() - start
+        const { stillRunning } = await gate.close({ timeoutMs: 10 })
+        const pending = gate.pendingHandlers().length
+        const closed = heap() - start
+        console.log(JSON.stringify({ open, closed, stillRunning: stillRunning.length, pending, waiting: waiting.length }))
+      })()
+    `)
+    assert.equal(child.code, 0, child.stderr)
+    const { open, closed, stillRunning, pending, waiting } = lastJsonLine(child.stdout)
+    assert.equal(waiting, 20_000)
+    assert.equal(stillRunning, 20_000, 'close() says which handlers never settled')
+    assert.equal(pending, 0, 'and forgets them')
+    const MB = 2 ** 20
+    // Each turn sent 10 KB of arguments and got a 10 KB output: 400 MB were they kept.
+    assert.ok(open < 64 * MB, `${(open / MB).toFixed(0)} MB held while the handlers hang`)
+    assert.ok(closed < 64 * MB, `${(closed / MB).toFixed(0)} MB held after close()`)
+  })
+})
