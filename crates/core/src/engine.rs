@@ -590,8 +590,9 @@ impl Engine {
                     tool
                 }
                 None => {
-                    // No tool has a name this long: the result names it cut short, like the error does.
-                    refuse(&mut slot, "lookup", &clip(&call.name, QUOTED_CHARS), ErrorKind::UnknownTool, error);
+                    // The name is the model's, not a tool's: cut short and redacted, like the error that quotes it.
+                    let shown = self.shaper.redact_text(&clip(&call.name, QUOTED_CHARS));
+                    refuse(&mut slot, "lookup", &shown, ErrorKind::UnknownTool, error);
                     return (slot, None);
                 }
             },

@@ -31,7 +31,7 @@ use std::sync::{Arc, OnceLock};
 use regex::{CaptureLocations, Regex, RegexBuilder};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::result::Redactions;
 
@@ -454,9 +454,9 @@ impl Redactor {
         text
     }
 
-    /// Redacts every string inside `value` in place, at any depth; object keys stay as they are. A
-    /// string or number under a secret-named key (`password`, `apiKey`, `client_secret`, ...) is
-    /// replaced whole by `[REDACTED:secret-field]` unless it is a placeholder or already redacted.
+    /// Redacts every string inside `value` in place, at any depth, object keys included (a key holding a secret
+    /// is renamed). A string or number under a secret-named key (`password`, `apiKey`, `client_secret`, ...) is
+    /// replaced whole by `[REDACTED:secret-field]` unless it is a placeholder or nothing but redactions already.
     pub fn redact_value(&self, value: &mut Value, counts: &mut Redactions) {
         if self.is_empty() {
             return;
@@ -468,13 +468,15 @@ impl Redactor {
                 Value::String(s) => self.redact_string(s, counts),
                 Value::Array(items) => stack.extend(items.iter_mut()),
                 Value::Object(map) => {
-                    for (key, child) in map.iter_mut() {
-                        if let Value::String(s) = child {
+                    // Whether a key names a secret is read off the key as it came, before it is redacted itself.
+                    let renamed = self.redact_keys(map, counts);
+                    for (i, (key, child)) in map.iter_mut().enumerate() {
+                        let secret_key = renamed.as_ref().map_or_else(|| is_secret_key(key), |secret| secret[i]);
+                        // Judged on the value as it came: redacting a part first would hide the rest of it.
+                        if self.fields && secret_key && holds_secret(child) {
+                            self.redact_secret_field(child, counts);
+                        } else if let Value::String(s) = child {
                             self.redact_string(s, counts);
-                        }
-                        if self.fields && is_secret_key(key) && holds_secret(child) {
-                            *child = Value::String(format!("[REDACTED:{SECRET_FIELD}]"));
-                            count(counts, SECRET_FIELD);
                         } else if child.is_array() || child.is_object() {
                             stack.push(child);
                         }
@@ -483,6 +485,56 @@ impl Redactor {
                 _ => {}
             }
         }
+    }
+
+    /// A secret-named field's value goes whole (`[REDACTED:secret-field]`), unless it is nothing but secrets the
+    /// rules name (`token: ghp_…` reads `[REDACTED:github-token]`).
+    fn redact_secret_field(&self, value: &mut Value, counts: &mut Redactions) {
+        if let Value::String(s) = value {
+            let mut found = Redactions::new();
+            if let Cow::Owned(clean) = self.redact(s, &mut found) {
+                if without_redactions(&clean).trim().is_empty() {
+                    *s = clean;
+                    for (rule, n) in found {
+                        *counts.entry(rule).or_default() += n;
+                    }
+                    return;
+                }
+            }
+        }
+        *value = Value::String(format!("[REDACTED:{SECRET_FIELD}]"));
+        count(counts, SECRET_FIELD);
+    }
+
+    /// Keys holding a secret, renamed to their redacted text; order kept, and two that redact alike told apart.
+    /// When any was renamed: whether each key, as it came, names a secret.
+    fn redact_keys(&self, map: &mut Map<String, Value>, counts: &mut Redactions) -> Option<Vec<bool>> {
+        let mut renamed = Vec::new();
+        for (i, key) in map.keys().enumerate() {
+            if let Cow::Owned(clean) = self.redact(key, counts) {
+                renamed.push((i, clean));
+            }
+        }
+        if renamed.is_empty() {
+            return None;
+        }
+        let secret = map.keys().map(|k| is_secret_key(k)).collect();
+        let entries = std::mem::take(map);
+        let mut renamed = renamed.into_iter().peekable();
+        for (i, (key, value)) in entries.into_iter().enumerate() {
+            let mut key = match renamed.next_if(|(at, _)| *at == i) {
+                Some((_, clean)) => clean,
+                None => key,
+            };
+            let base = key.clone();
+            let mut n = 1;
+            while map.contains_key(&key) {
+                n += 1;
+                key = format!("{base} ({n})");
+            }
+            map.insert(key, value);
+        }
+        Some(secret)
     }
 
     /// True when there are no rules at all: callers skip the work.
@@ -609,10 +661,37 @@ fn key_around(text: &str, at: usize) -> &str {
 
 fn holds_secret(value: &Value) -> bool {
     match value {
-        Value::String(s) => !s.contains("[REDACTED:") && !is_placeholder(s) && !is_path(s),
+        Value::String(s) => {
+            // Judged on what is not a redaction already: `[REDACTED:x] hunter2` still holds `hunter2`.
+            let rest = without_redactions(s);
+            !rest.trim().is_empty() && !is_placeholder(&rest) && !is_path(&rest)
+        }
         Value::Number(n) => !is_placeholder(&n.to_string()),
         _ => false,
     }
+}
+
+/// `s` without its redaction markers (`[REDACTED:rule]`).
+fn without_redactions(s: &str) -> Cow<'_, str> {
+    const MARKER: &str = "[REDACTED:";
+    if !s.contains(MARKER) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(at) = rest.find(MARKER) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + MARKER.len()..];
+        match after.find(']').filter(|&end| after[..end].bytes().all(|b| b.is_ascii_alphanumeric() || b"_:.-".contains(&b))) {
+            Some(end) => rest = &after[end + 1..],
+            None => {
+                out.push_str(MARKER);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
 }
 
 /// Whole values that stand for a secret rather than being one (any case).
@@ -1150,7 +1229,8 @@ mod tests {
             "items": [{"note": format!("uses {GHP}")}, [[format!("deep {JWT}")]]],
             "auth": {"accessToken": 123456789, "refresh-token": "r8Kq2LmZ7vX", "Authorization": format!("Bearer {GHP}")},
             "nextPageToken": "CiAKGjBpNDd2Nmp2",
-            GHP: "keys stay as they are",
+            GHP: "a key is redacted like any text",
+            "also": {"password": format!("hunter2 {GHP}"), "pwd": "[REDACTED:x] hunter2-again", "secret": "[REDACTED:jwt]"},
         });
         let mut counts = Redactions::new();
         redactor.redact_value(&mut value, &mut counts);
@@ -1160,12 +1240,18 @@ mod tests {
                 "db": {"password": "[REDACTED:secret-field]", "host": "db.internal", "port": 5432},
                 "placeholders": {"password": "${PW}", "api_key": "your-api-key", "token": null, "secret": "", "pwd": "****", "enabled": true},
                 "items": [{"note": "uses [REDACTED:github-token]"}, [["deep [REDACTED:jwt]"]]],
-                "auth": {"accessToken": "[REDACTED:secret-field]", "refresh-token": "[REDACTED:secret-field]", "Authorization": "Bearer [REDACTED:github-token]"},
+                // A secret-named field goes whole, even when a part of it is a secret of another shape.
+                "auth": {"accessToken": "[REDACTED:secret-field]", "refresh-token": "[REDACTED:secret-field]", "Authorization": "[REDACTED:secret-field]"},
                 "nextPageToken": "CiAKGjBpNDd2Nmp2",
-                GHP: "keys stay as they are",
+                "[REDACTED:github-token]": "a key is redacted like any text",
+                // Not partly: a token or a redaction marker inside does not hide the rest of the secret.
+                "also": {"password": "[REDACTED:secret-field]", "pwd": "[REDACTED:secret-field]", "secret": "[REDACTED:jwt]"},
             })
         );
-        assert_eq!(counts, counts_of(&[("github-token", 2), ("jwt", 1), ("secret-field", 3)]));
+        assert_eq!(counts, counts_of(&[("github-token", 2), ("jwt", 1), ("secret-field", 6)]));
+        let mut twins = serde_json::json!({ GHP: 2, "ghp_Zq4R8sT2vW6xY1bN3mK5pL7jH9gF0dC2aE4x": 3 });
+        redactor.redact_value(&mut twins, &mut Redactions::new());
+        assert_eq!(twins, serde_json::json!({ "[REDACTED:github-token]": 2, "[REDACTED:github-token] (2)": 3 }), "keys that redact alike stay apart");
     }
 
     #[test]

@@ -173,10 +173,7 @@ impl Shaper {
         let mut counts = Redactions::new();
         if redact_in_place(&self.redactor, error, &mut counts) {
             result.output = failure_output(kind, error);
-            let known = result.metadata.redactions.get_or_insert_with(Redactions::new);
-            for (rule, n) in counts {
-                *known.entry(rule).or_default() += n;
-            }
+            add_redactions(result, counts);
         }
         self.limit_error(result);
     }
@@ -196,8 +193,21 @@ impl Shaper {
         "truncated"
     }
 
+    /// Bytes that are UTF-8 text are redacted before they are saved; other bytes are saved as they are (a cut into
+    /// an image or an archive would break it, and a model never reads them).
     fn save_binary(&self, result: &mut ToolResult, call: &Call<'_>, bytes: &[u8]) {
-        let Some(info) = result.metadata.binary.as_ref() else { return };
+        let mut counts = Redactions::new();
+        let redacted = match std::str::from_utf8(bytes) {
+            Ok(text) if !self.redactor.is_empty() => match self.redactor.redact(text, &mut counts) {
+                Cow::Owned(clean) => Some(clean.into_bytes()),
+                Cow::Borrowed(_) => None,
+            },
+            _ => None,
+        };
+        let bytes = redacted.as_deref().unwrap_or(bytes);
+        add_redactions(result, counts);
+        let Some(info) = result.metadata.binary.as_mut() else { return };
+        info.bytes = bytes.len();
         let what = format!("binary data: {} bytes, {}", bytes.len(), info.media_type);
         let stem = format!("{}-{}", call.tool_name, call.call_id);
         result.output = match self.artifacts.save(&stem, info.extension, bytes) {
@@ -209,6 +219,17 @@ impl Shaper {
             }
             Err(why) => format!("({what}; not shown as text, and not saved: {why})"),
         };
+    }
+}
+
+/// Counts of a redaction pass added to the result's.
+fn add_redactions(result: &mut ToolResult, counts: Redactions) {
+    if counts.is_empty() {
+        return;
+    }
+    let known = result.metadata.redactions.get_or_insert_with(Redactions::new);
+    for (rule, n) in counts {
+        *known.entry(rule).or_default() += n;
     }
 }
 
