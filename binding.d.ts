@@ -35,8 +35,8 @@ export declare class Engine {
   completeBytes(run: number, kind: string, data: Buffer, more?: boolean | undefined | null): string
   /** Each value of a JSON array with secrets redacted and its size capped, as a trace shows arguments. */
   snapshots(jsonArray: string): string
-  readArtifact(path: string, offset: number, limit?: number | undefined | null): string
-  searchArtifact(path: string, pattern: string): string
+  readArtifact(path: string, offset: number, limit: number | undefined | null, policyJson: string): string
+  searchArtifact(path: string, pattern: string, policyJson: string): string
   sweepArtifacts(): number
   removeArtifacts(): void
   /** Cancels every open turn in one step (closing the executor). */

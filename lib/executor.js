@@ -119,7 +119,7 @@ class ToolExecutor {
       },
       readOnly: true,
       maxOutputChars: ARTIFACT_PAGE_CHARS + 1_000,
-      handler: ({ path, offset = 0, limit }) => engine.readArtifact(path, offset, limit),
+      handler: ({ path, offset = 0, limit }, { context }) => engine.readArtifact(path, offset, limit, policyJson(context)),
     })
     this.register({
       name: 'search_artifact',
@@ -132,7 +132,7 @@ class ToolExecutor {
         additionalProperties: false,
       },
       readOnly: true,
-      handler: ({ path, pattern }) => engine.searchArtifact(path, pattern),
+      handler: ({ path, pattern }, { context }) => engine.searchArtifact(path, pattern, policyJson(context)),
     })
     return this
   }

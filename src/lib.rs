@@ -174,13 +174,15 @@ impl Engine {
     }
 
     #[napi(catch_unwind)]
-    pub fn read_artifact(&self, path: String, offset: u32, limit: Option<u32>) -> Result<String> {
-        self.inner.read_artifact(&path, offset as usize, limit.map(|l| l as usize)).map_err(fail)
+    pub fn read_artifact(&self, path: String, offset: f64, limit: Option<f64>, policy_json: String) -> Result<String> {
+        // JS numbers, saturated into the engine's range: an offset past any file's end reads as such, not wrapped.
+        let count = |n: f64| if n.is_finite() && n > 0.0 { n.min(usize::MAX as f64) as usize } else { 0 };
+        self.inner.read_artifact(&path, count(offset), limit.map(count), &policy(&policy_json)?).map_err(fail)
     }
 
     #[napi(catch_unwind)]
-    pub fn search_artifact(&self, path: String, pattern: String) -> Result<String> {
-        self.inner.search_artifact(&path, &pattern).map_err(fail)
+    pub fn search_artifact(&self, path: String, pattern: String, policy_json: String) -> Result<String> {
+        self.inner.search_artifact(&path, &pattern, &policy(&policy_json)?).map_err(fail)
     }
 
     #[napi(catch_unwind)]

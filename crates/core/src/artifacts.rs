@@ -3,7 +3,7 @@
 //! go at the next sweep) and only files saved here can be read back through `read` and `search`, so a path a
 //! model supplies can never reach anything else.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fs;
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::Deserialize;
 
-use crate::text::byte_at;
+use crate::text::{byte_at, quote};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -42,6 +42,19 @@ struct Saved {
     path: PathBuf,
     bytes: u64,
     at: SystemTime,
+    /// The contexts that may read it back (see `owner`): the one that produced it, and those handed its result
+    /// since (a cache hit, a shared flight). Empty: any context of this executor.
+    readers: Vec<String>,
+}
+
+/// The context fields that scope an artifact: a call whose context sets any of them produced an artifact only
+/// contexts with the same values may read.
+const OWNER_FIELDS: [&str; 3] = ["tenantId", "userId", "sessionId"];
+
+/// Who a context is, as far as artifacts go: its tenant, user and session, those it sets; None when it sets none.
+pub fn owner(fields: &HashMap<String, String>) -> Option<String> {
+    let parts: Vec<String> = OWNER_FIELDS.iter().filter_map(|f| fields.get(*f).map(|v| format!("{f}={v:?}"))).collect();
+    (!parts.is_empty()).then(|| parts.join(" "))
 }
 
 #[derive(Default)]
@@ -72,8 +85,9 @@ impl Artifacts {
         self.folder.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Saves `bytes` as a new artifact named after `stem`; returns its path.
-    pub fn save(&self, stem: &str, extension: &str, bytes: &[u8]) -> Result<PathBuf, String> {
+    /// Saves `bytes` as a new artifact named after `stem`, readable by `owner` (see `owner`; None: any context);
+    /// returns its path.
+    pub fn save(&self, stem: &str, extension: &str, bytes: &[u8], owner: Option<&str>) -> Result<PathBuf, String> {
         let size = bytes.len() as u64;
         if size > self.options.max_bytes {
             return Err(format!("it is larger than the artifacts folder's cap of {} bytes", self.options.max_bytes));
@@ -91,9 +105,13 @@ impl Artifacts {
         }
         folder.next += 1;
         let path = root.join(format!("{}-{}.{extension}", safe_stem(stem), folder.next));
-        write_new(&path, bytes).map_err(|e| format!("writing {} failed: {e}", path.display()))?;
+        if let Err(e) = write_new(&path, bytes) {
+            // Written in part (the disk is full): the part goes, and counts against nothing.
+            let _ = fs::remove_file(&path);
+            return Err(format!("writing {} failed: {e}", path.display()));
+        }
         folder.total_bytes += size;
-        folder.files.push_back(Saved { path: path.clone(), bytes: size, at: SystemTime::now() });
+        folder.files.push_back(Saved { path: path.clone(), bytes: size, at: SystemTime::now(), readers: owner.into_iter().map(String::from).collect() });
         Ok(path)
     }
 
@@ -101,9 +119,12 @@ impl Artifacts {
         if let Some(root) = &folder.root {
             return Ok(root.clone());
         }
+        let fresh = || format!("toolgate-{}-{:08x}", std::process::id(), fastrand::u32(..));
         let (path, made) = match &self.options.dir {
+            // A folder others may write to or read (mode 0777, another owner): a private folder of its own inside.
+            Some(dir) if open_to_others(Path::new(dir)) => (Path::new(dir).join(fresh()), true),
             Some(dir) => (PathBuf::from(dir), !Path::new(dir).exists()),
-            None => (std::env::temp_dir().join(format!("toolgate-{}-{:08x}", std::process::id(), fastrand::u32(..))), true),
+            None => (std::env::temp_dir().join(fresh()), true),
         };
         make_private_dir(&path).map_err(|e| format!("the artifacts folder {} cannot be created: {e}", path.display()))?;
         let root = path.canonicalize().map_err(|e| format!("the artifacts folder {} cannot be resolved: {e}", path.display()))?;
@@ -147,12 +168,24 @@ impl Artifacts {
         self.folder().root.clone()
     }
 
-    /// A path a model supplied, as one of the saved artifacts. Relative paths are read from the folder; `..`,
-    /// paths outside the folder, symlinks out of it and anything not saved here are refused alike.
-    fn resolve(&self, path: &str) -> Result<PathBuf, String> {
+    /// Lets `reader` read the artifact at `path` too (it was handed a result that names it).
+    pub fn grant(&self, path: &str, reader: Option<&str>) {
+        let mut folder = self.folder();
+        let Some(saved) = folder.files.iter_mut().find(|f| f.path == Path::new(path)) else { return };
+        match reader {
+            Some(reader) if saved.readers.is_empty() || saved.readers.iter().any(|r| r == reader) => {}
+            Some(reader) => saved.readers.push(reader.to_string()),
+            None => saved.readers.clear(),
+        }
+    }
+
+    /// A path a model supplied, as one of the saved artifacts that `reader` may read. Relative paths are read from
+    /// the folder; `..`, paths outside the folder, symlinks out of it, anything not saved here and an artifact of
+    /// another context are refused alike.
+    fn resolve(&self, path: &str, reader: Option<&str>) -> Result<PathBuf, String> {
         const OUTSIDE: &str = "is not an artifact of this executor: only paths given in truncated results can be read";
         let folder = self.folder();
-        let refuse = || format!("\"{path}\" {OUTSIDE}");
+        let refuse = || format!("{} {OUTSIDE}", quote(path));
         let Some(root) = &folder.root else { return Err(refuse()) };
         let given = Path::new(path);
         if path.is_empty() || path.contains('\0') || given.components().any(|c| c == Component::ParentDir) {
@@ -160,28 +193,29 @@ impl Artifacts {
         }
         let joined = if given.is_absolute() { given.to_path_buf() } else { root.join(given) };
         let real = joined.canonicalize().map_err(|_| refuse())?;
-        if !real.starts_with(root) || !folder.files.iter().any(|f| f.path == real) {
+        let readable = |f: &Saved| f.readers.is_empty() || reader.is_some_and(|r| f.readers.iter().any(|own| own == r));
+        if !real.starts_with(root) || !folder.files.iter().any(|f| f.path == real && readable(f)) {
             return Err(refuse());
         }
         Ok(real)
     }
 
-    fn text(&self, path: &str) -> Result<(PathBuf, String), String> {
-        let real = self.resolve(path)?;
-        let bytes = fs::read(&real).map_err(|e| format!("\"{path}\" cannot be read: {e}"))?;
+    fn text(&self, path: &str, reader: Option<&str>) -> Result<(PathBuf, String), String> {
+        let real = self.resolve(path, reader)?;
+        let bytes = fs::read(&real).map_err(|e| format!("{} cannot be read: {e}", quote(path)))?;
         match String::from_utf8(bytes) {
             Ok(text) => Ok((real, text)),
-            Err(_) => Err(format!("\"{path}\" holds binary data, not text: it cannot be read as text")),
+            Err(_) => Err(format!("{} holds binary data, not text: it cannot be read as text", quote(path))),
         }
     }
 
     /// Characters `offset..offset+limit` of a text artifact, with a header saying where the page lies.
-    pub fn read(&self, path: &str, offset: usize, limit: Option<usize>) -> Result<String, String> {
-        let (real, text) = self.text(path)?;
+    pub fn read(&self, path: &str, offset: usize, limit: Option<usize>, reader: Option<&str>) -> Result<String, String> {
+        let (real, text) = self.text(path, reader)?;
         let limit = limit.unwrap_or(DEFAULT_READ_CHARS).clamp(1, MAX_READ_CHARS);
         let total = text.chars().count();
-        if offset >= total && total > 0 {
-            return Err(format!("offset {offset} is past the end: \"{path}\" holds {total} characters"));
+        if offset > 0 && offset >= total {
+            return Err(format!("offset {offset} is past the end: {} holds {total} characters", quote(path)));
         }
         let start = byte_at(&text, offset);
         let end = start + byte_at(&text[start..], limit);
@@ -196,8 +230,8 @@ impl Artifacts {
 
     /// Where `pattern` (a regular expression, or literal text when it is not one) occurs in a text artifact:
     /// up to 50 matches, each with its line, character offset and the text around it.
-    pub fn search(&self, path: &str, pattern: &str) -> Result<String, String> {
-        let (real, text) = self.text(path)?;
+    pub fn search(&self, path: &str, pattern: &str, reader: Option<&str>) -> Result<String, String> {
+        let (real, text) = self.text(path, reader)?;
         // A pattern that is not a regular expression (or one too large to compile) is looked for as it is.
         let regex = regex::RegexBuilder::new(pattern).size_limit(1 << 20).build().ok();
         let literal = regex.is_none();
@@ -229,8 +263,7 @@ impl Artifacts {
         let how = if literal { "as literal text (not a valid regular expression)" } else { "as a regular expression" };
         let shown = if count > MAX_MATCHES { format!(", the first {MAX_MATCHES} shown") } else { String::new() };
         let matches = if count == 1 { "match" } else { "matches" };
-        let quoted = crate::text::quote(pattern);
-        Ok(format!("[{}: {count} {matches} for {quoted} {how}{shown}]\n{}", real.display(), lines.join("\n")))
+        Ok(format!("[{}: {count} {matches} for {} {how}{shown}]\n{}", real.display(), quote(pattern), lines.join("\n")))
     }
 }
 
@@ -246,6 +279,20 @@ fn safe_stem(stem: &str) -> String {
     } else {
         safe
     }
+}
+
+/// Whether a folder that exists is not this user's alone: another owner, or group or other permissions.
+#[cfg(unix)]
+fn open_to_others(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    fs::metadata(path).is_ok_and(|meta| meta.uid() != me || meta.mode() & 0o077 != 0)
+}
+
+#[cfg(not(unix))]
+fn open_to_others(_path: &Path) -> bool {
+    false
 }
 
 /// Outputs can hold what only the caller should see: the folder and its files are the owner's alone.
@@ -280,19 +327,19 @@ mod tests {
     fn saves_reads_pages_and_searches() {
         let (a, dir) = folder(1 << 20);
         let text = format!("first line\n{}needle é\nlast", "x".repeat(30));
-        let path = a.save("t/c1", "txt", text.as_bytes()).unwrap();
+        let path = a.save("t/c1", "txt", text.as_bytes(), None).unwrap();
         assert!(path.file_name().unwrap().to_str().unwrap().starts_with("t_c1-"));
-        let page = a.read(path.to_str().unwrap(), 11, Some(30)).unwrap();
+        let page = a.read(path.to_str().unwrap(), 11, Some(30), None).unwrap();
         assert!(page.ends_with(&"x".repeat(30)), "{page}");
         assert!(page.contains("characters 11 to 41 of"), "{page}");
-        let rest = a.read(path.file_name().unwrap().to_str().unwrap(), 41, None).unwrap();
+        let rest = a.read(path.file_name().unwrap().to_str().unwrap(), 41, None, None).unwrap();
         assert!(rest.ends_with("needle é\nlast") && rest.contains("this is the end"), "{rest}");
-        let found = a.search(path.to_str().unwrap(), "needle").unwrap();
+        let found = a.search(path.to_str().unwrap(), "needle", None).unwrap();
         assert!(found.ends_with("1 match for \"needle\" as a regular expression]\nline 2, offset 41: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxneedle é"), "{found}");
-        assert!(a.search(path.to_str().unwrap(), "(").unwrap().contains("as literal text"));
+        assert!(a.search(path.to_str().unwrap(), "(", None).unwrap().contains("as literal text"));
         // Too large to compile, even escaped: looked for as it is, and quoted cut short.
         let huge = format!("({}", "a".repeat(400_000));
-        let answer = a.search(path.to_str().unwrap(), &huge).unwrap();
+        let answer = a.search(path.to_str().unwrap(), &huge, None).unwrap();
         assert!(answer.contains("0 matches for \"(aaaa") && answer.contains("as literal text") && answer.len() < 1_000, "{}", &answer[..200]);
         a.remove_all();
         assert!(!dir.exists());
@@ -301,7 +348,7 @@ mod tests {
     #[test]
     fn refuses_paths_that_are_not_its_own_files() {
         let (a, dir) = folder(1 << 20);
-        let path = a.save("t", "txt", b"ok").unwrap();
+        let path = a.save("t", "txt", b"ok", None).unwrap();
         let outside = std::env::temp_dir().join(format!("toolgate-outside-{:08x}", fastrand::u32(..)));
         fs::write(&outside, "secret").unwrap();
         #[cfg(unix)]
@@ -319,9 +366,9 @@ mod tests {
             format!("{name}\0"),
             String::new(),
         ] {
-            let err = a.read(&bad, 0, None).unwrap_err();
+            let err = a.read(&bad, 0, None, None).unwrap_err();
             assert!(err.contains("is not an artifact of this executor"), "{bad}: {err}");
-            assert!(a.search(&bad, "s").is_err());
+            assert!(a.search(&bad, "s", None).is_err());
         }
         a.remove_all();
         fs::remove_file(outside).unwrap();
@@ -329,13 +376,71 @@ mod tests {
     }
 
     #[test]
+    fn an_artifact_is_read_back_only_by_the_contexts_that_were_handed_it() {
+        let (a, dir) = folder(1 << 20);
+        let fields = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<HashMap<_, _>>();
+        let (tenant_a, tenant_b) = (owner(&fields(&[("tenantId", "a")])), owner(&fields(&[("tenantId", "b"), ("userId", "u")])));
+        assert_eq!(owner(&fields(&[("traceId", "x")])), None, "only tenant, user and session scope an artifact");
+        let path = a.save("t", "txt", b"tenant a's", tenant_a.as_deref()).unwrap();
+        let path = path.to_str().unwrap();
+        assert!(a.read(path, 0, None, tenant_a.as_deref()).is_ok());
+        for other in [tenant_b.as_deref(), None] {
+            assert!(a.read(path, 0, None, other).unwrap_err().contains("is not an artifact of this executor"));
+            assert!(a.search(path, "a", other).is_err());
+        }
+        a.grant(path, tenant_b.as_deref());
+        assert!(a.read(path, 0, None, tenant_b.as_deref()).is_ok(), "handed its result, tenant b may read it");
+        let open = a.save("t", "txt", b"anyone's", None).unwrap();
+        assert!(a.read(open.to_str().unwrap(), 0, None, tenant_b.as_deref()).is_ok(), "an unscoped context's artifact is anyone's");
+        a.remove_all();
+        let _ = fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_named_folder_others_can_use_gets_a_private_folder_inside() {
+        let dir = std::env::temp_dir().join(format!("toolgate-open-{:08x}", fastrand::u32(..)));
+        fs::create_dir(&dir).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
+        }
+        let a = Artifacts::new(ArtifactOptions { dir: Some(dir.to_string_lossy().into()), ..ArtifactOptions::default() });
+        let path = a.save("t", "txt", b"private", None).unwrap();
+        let inner = path.parent().unwrap().to_path_buf();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_ne!(inner, dir.canonicalize().unwrap(), "not the open folder itself");
+            assert_eq!(inner.parent().unwrap(), dir.canonicalize().unwrap());
+            assert_eq!(fs::metadata(&inner).unwrap().permissions().mode() & 0o777, 0o700);
+        }
+        a.remove_all();
+        assert!(!inner.exists() && dir.exists(), "its own folder goes, the named one stays");
+        fs::remove_dir(dir).unwrap();
+    }
+
+    #[test]
+    fn an_offset_past_the_end_is_refused() {
+        let (a, dir) = folder(1 << 20);
+        let path = a.save("t", "txt", b"abc", None).unwrap();
+        let err = a.read(path.to_str().unwrap(), (1 << 32) + 3, None, None).unwrap_err();
+        assert!(err.contains("offset 4294967299 is past the end") && err.contains("holds 3 characters"), "{err}");
+        let empty = a.save("t", "txt", b"", None).unwrap();
+        assert!(a.read(empty.to_str().unwrap(), 1, None, None).is_err());
+        assert!(a.read(empty.to_str().unwrap(), 0, None, None).is_ok());
+        a.remove_all();
+        let _ = fs::remove_dir_all(dir);
+    }
+
+    #[test]
     fn the_cap_removes_the_oldest_and_refuses_what_cannot_fit() {
         let (a, dir) = folder(10);
-        let first = a.save("t", "txt", b"123456").unwrap();
-        let second = a.save("t", "txt", b"7890").unwrap();
-        let third = a.save("t", "txt", b"abc").unwrap();
+        let first = a.save("t", "txt", b"123456", None).unwrap();
+        let second = a.save("t", "txt", b"7890", None).unwrap();
+        let third = a.save("t", "txt", b"abc", None).unwrap();
         assert!(!first.exists() && second.exists() && third.exists());
-        assert!(a.save("t", "txt", &[b'z'; 11]).unwrap_err().contains("cap of 10 bytes"));
+        assert!(a.save("t", "txt", &[b'z'; 11], None).unwrap_err().contains("cap of 10 bytes"));
         a.remove_all();
         let _ = fs::remove_dir_all(dir);
     }
@@ -344,7 +449,7 @@ mod tests {
     fn the_ttl_sweeps_old_files() {
         let dir = std::env::temp_dir().join(format!("toolgate-test-{:08x}", fastrand::u32(..)));
         let a = Artifacts::new(ArtifactOptions { dir: Some(dir.to_string_lossy().into()), max_bytes: 100, ttl_ms: 0 });
-        let path = a.save("t", "txt", b"old").unwrap();
+        let path = a.save("t", "txt", b"old", None).unwrap();
         assert_eq!(a.sweep(), 1);
         assert!(!path.exists());
         a.remove_all();

@@ -14,6 +14,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::bounded::Bounded;
+use crate::artifacts;
 use crate::cache::{self, Kept};
 use crate::calls::{read_calls, IncomingCall};
 use crate::dedup::{self, Mode};
@@ -283,6 +284,8 @@ struct Turn {
     stop_on_error: bool,
     /// The context's policy (its plain fields key rate limits, caches and sessions).
     policy: Policy,
+    /// Who may read back the artifacts its calls save (see `artifacts::owner`).
+    owner: Option<Arc<str>>,
     done_reported: bool,
 }
 
@@ -530,6 +533,7 @@ impl Engine {
             begun_epoch_ms,
             deadline,
             stop_on_error: options.stop_on_error,
+            owner: artifacts::owner(&policy.fields).map(Arc::from),
             policy: policy.clone(),
             done_reported: false,
         };
@@ -894,6 +898,7 @@ impl Engine {
                             slot.marks.push(mark("dedup", "reused"));
                             result.metadata.repeats = Some(earlier);
                             result.metadata.reused = true;
+                            self.hand_over(&result, fields);
                             slot.result = Some(result);
                             return false;
                         }
@@ -914,6 +919,7 @@ impl Engine {
             counters.cache_hits += 1;
             slot.marks.push(mark("cache", "hit"));
             result.cached = true;
+            self.hand_over(&result, fields);
             slot.result = Some(result);
             return false;
         }
@@ -1047,6 +1053,8 @@ impl Engine {
             if let Some(mut result) = hit {
                 result.cached = true;
                 slot.marks.push(mark("cache", "hit"));
+                let turn = self.turns.get(&turn_id).expect("a live turn");
+                self.hand_over(&result, &turn.policy.fields);
                 self.settle(turn_id, index, result, now, step);
                 return;
             }
@@ -1172,7 +1180,8 @@ impl Engine {
     /// another thread and return through `shaped`. None for a late settlement.
     pub fn begin_shaping(&mut self, run: u32, outcome: Outcome) -> Option<Shaping> {
         let Run { turn, index, verdict, .. } = self.end_run(run)?;
-        let slot = &self.turns.get(&turn)?.slots[index];
+        let turn_ref = self.turns.get(&turn)?;
+        let slot = &turn_ref.slots[index];
         Some(Shaping {
             turn,
             index,
@@ -1182,6 +1191,7 @@ impl Engine {
             verdict,
             shaper: self.shaper.clone(),
             readers: self.registry.get(ARTIFACT_READER).is_some(),
+            owner: turn_ref.owner.clone(),
         })
     }
 
@@ -1235,12 +1245,21 @@ impl Engine {
         self.shaper.artifacts.remove_all()
     }
 
-    pub fn read_artifact(&self, path: &str, offset: usize, limit: Option<usize>) -> Result<String, String> {
-        self.shaper.artifacts.read(path, offset, limit)
+    /// Reads an artifact for a call in `policy`'s context: only one its tenant, user and session may read.
+    pub fn read_artifact(&self, path: &str, offset: usize, limit: Option<usize>, policy: &Policy) -> Result<String, String> {
+        self.shaper.artifacts.read(path, offset, limit, artifacts::owner(&policy.fields).as_deref())
     }
 
-    pub fn search_artifact(&self, path: &str, pattern: &str) -> Result<String, String> {
-        self.shaper.artifacts.search(path, pattern)
+    pub fn search_artifact(&self, path: &str, pattern: &str, policy: &Policy) -> Result<String, String> {
+        self.shaper.artifacts.search(path, pattern, artifacts::owner(&policy.fields).as_deref())
+    }
+
+    /// A result carrying an artifact, handed to a call other than the one that saved it: that call's context may
+    /// read the artifact too.
+    fn hand_over(&self, result: &ToolResult, fields: &HashMap<String, String>) {
+        if let Some(path) = &result.metadata.artifact_path {
+            self.shaper.artifacts.grant(path, artifacts::owner(fields).as_deref());
+        }
     }
 
     /// The handler of `run` has returned and the host is still handing its value over (a large one crosses in
@@ -1642,6 +1661,8 @@ impl Engine {
                 if was_handed_out {
                     self.release_place(&name);
                 }
+                let turn = self.turns.get(&t).expect("a waiter's turn is live");
+                self.hand_over(&copy, &turn.policy.fields);
                 self.settle(t, i, copy, now, step);
             }
         } else if let Some(pos) = waiters.iter().position(|&w| handed_out(self, w)) {
@@ -1743,6 +1764,7 @@ pub struct Shaping {
     verdict: Option<String>,
     shaper: Arc<Shaper>,
     readers: bool,
+    owner: Option<Arc<str>>,
 }
 
 /// A settlement shaped, for `Engine::shaped`.
@@ -1795,6 +1817,7 @@ impl Shaping {
             call_id: &self.call_id,
             max_output_chars: self.tool.max_output_chars,
             readers: self.readers,
+            owner: self.owner.as_deref(),
         };
         // Judged on the whole output, before shape cuts it (a prefix or an empty list may not survive the cut).
         let reason = (!self.tool.judge.is_empty() && result.success).then(|| self.verdict.or_else(|| judge::judge(&self.tool.judge, &result)));

@@ -30,6 +30,8 @@ pub struct Call<'a> {
     pub max_output_chars: usize,
     /// The artifact reading tools are registered: the model can page through a spilled output itself.
     pub readers: bool,
+    /// Who may read back what the call saves (see `artifacts::owner`).
+    pub owner: Option<&'a str>,
 }
 
 impl Shaper {
@@ -122,7 +124,7 @@ impl Shaper {
         result.metadata.original_chars = Some(total);
         let structured = result.metadata.output_is_structured;
         let stem = format!("{}-{}", call.tool_name, call.call_id);
-        let saved = self.artifacts.save(&stem, if structured { "json" } else { "txt" }, result.output.as_bytes());
+        let saved = self.artifacts.save(&stem, if structured { "json" } else { "txt" }, result.output.as_bytes(), call.owner);
         let path = match saved {
             Ok(path) => path.to_string_lossy().into_owned(),
             Err(why) => {
@@ -210,7 +212,7 @@ impl Shaper {
         info.bytes = bytes.len();
         let what = format!("binary data: {} bytes, {}", bytes.len(), info.media_type);
         let stem = format!("{}-{}", call.tool_name, call.call_id);
-        result.output = match self.artifacts.save(&stem, info.extension, bytes) {
+        result.output = match self.artifacts.save(&stem, info.extension, bytes, call.owner) {
             Ok(path) => {
                 let path = path.to_string_lossy().into_owned();
                 let shown = format!("({what}; not shown as text, saved to {path})");
@@ -371,7 +373,7 @@ mod tests {
     }
 
     fn call(max_output_chars: usize) -> Call<'static> {
-        Call { tool_name: "t", call_id: "c1", max_output_chars, readers: false }
+        Call { tool_name: "t", call_id: "c1", max_output_chars, readers: false, owner: None }
     }
 
     #[test]
