@@ -87,6 +87,11 @@ export interface RetryPolicy {
   maxDelayMs?: number
   /** No attempt starts later than this after the first one started. Default 120 000. */
   maxElapsedMs?: number
+  /**
+   * Retry a timeout or idle timeout of a read-only or idempotent tool. Default false: the call answers at its
+   * limit. When true, a call may take up to (maxRetries + 1) × the limit, plus the backoffs.
+   */
+  onTimeout?: boolean
 }
 
 export interface ToolSpec<Args = any, Ctx = ExecutionContext> {

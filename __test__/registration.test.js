@@ -186,7 +186,7 @@ describe('list and definitions', () => {
 
   it('list() gives every tool in registration order with its effective limits', () => {
     // The executor's default retry policy (LangChain's defaults: 2 retries, doubling from 1 s, capped at 60 s).
-    const retry = { maxRetries: 2, initialDelayMs: 1000, backoffFactor: 2, maxDelayMs: 60000, maxElapsedMs: 120000 }
+    const retry = { maxRetries: 2, initialDelayMs: 1000, backoffFactor: 2, maxDelayMs: 60000, maxElapsedMs: 120000, onTimeout: false }
     assert.deepEqual(registry().list(), [
       { name: 'search', description: 'Search the web', parameters: SCHEMA, readOnly: true, idempotent: true, needsApproval: false, risk: 'read', timeoutMs: 1234, maxOutputChars: 999, retry },
       // A tool's own timeout is capped by maxTimeoutMs.

@@ -13,7 +13,7 @@ const {
 /**
  * A quick executor policy, so that retried tests take milliseconds.
  */
-const FAST = { maxRetries: 2, initialDelayMs: 5, backoffFactor: 2, maxDelayMs: 20, maxElapsedMs: 120_000 }
+const FAST = { maxRetries: 2, initialDelayMs: 5, backoffFactor: 2, maxDelayMs: 20, maxElapsedMs: 120_000, onTimeout: false }
 
 /** The marks of an attempt whose handler failed. */
 const FAILED = ['invoke:failed', 'normalize:error', 'shape:ok']
@@ -136,7 +136,7 @@ describe('progress and idle timeouts', () => {
   it('drops progress from a call that already ended, including an earlier attempt of a retried call', async () => {
     const heard = []
     let first
-    const { gate } = gateWith([{ name: 'fetch', readOnly: true, timeoutMs: 50, retry: { maxRetries: 1 }, handler: (_a, ctx) => {
+    const { gate } = gateWith([{ name: 'fetch', readOnly: true, timeoutMs: 50, retry: { maxRetries: 1, onTimeout: true }, handler: (_a, ctx) => {
       if (ctx.attempt === 1) {
         // Ignores its signal and is still around when the retry runs.
         first = ctx
@@ -290,14 +290,24 @@ describe('retries', () => {
     assert.equal(gate.stats().total.retries, 0)
   })
 
-  it('retries timeouts and idle timeouts of read-only and idempotent tools only', async () => {
+  it('answers a timeout at its limit unless the tool opts in to retrying it', async () => {
+    const { gate, calls } = gateWith([{ name: 'slow', readOnly: true, timeoutMs: 50, handler: never }], { retry: { ...FAST, onTimeout: undefined } })
+    const [r] = await gate.execute([{ name: 'slow' }])
+    assertFailure(r, 'timeout', 'within its time limit of 50 ms')
+    assert.equal(r.attempts, 1)
+    assert.equal(calls.slow, 1)
+    assert.equal(r.metadata.attemptErrors, undefined)
+    assert.equal(r.retryable, true, 'the model may call it again; the executor does not on its own')
+  })
+
+  it('retries opted-in timeouts and idle timeouts of read-only and idempotent tools only', async () => {
     const signals = []
     // The first attempt hangs (ignoring its signal), the second answers.
     const hangOnce = (_a, ctx) => {
       signals.push(ctx.signal)
       return ctx.attempt === 1 ? never() : `attempt ${ctx.attempt}`
     }
-    const retry = { maxRetries: 1 }
+    const retry = { maxRetries: 1, onTimeout: true }
     const { gate, calls } = gateWith([
       { name: 'read', readOnly: true, timeoutMs: 50, retry, handler: hangOnce },
       { name: 'put', idempotent: true, timeoutMs: 50, retry, handler: hangOnce },
@@ -748,7 +758,7 @@ describe('late settlement', () => {
       return ctx.attempt === 1 ? d.promise : 'second'
     }
     const { gate } = gateWith([
-      { name: 'poll', readOnly: true, idleTimeoutMs: 50, retry: { maxRetries: 1 }, handler: held },
+      { name: 'poll', readOnly: true, idleTimeoutMs: 50, retry: { maxRetries: 1, onTimeout: true }, handler: held },
       { name: 'other', timeoutMs: 50, retry: false, handler: held },
     ], { retry: FAST, onTrace: (events) => traces.push(...events.filter((e) => e.type === 'late_settlement')) })
     const [poll, other] = await gate.execute([{ id: 'p', name: 'poll' }, { id: 'o', name: 'other' }])
@@ -899,7 +909,7 @@ describe('options', () => {
       gate.register({ name: 't', handler: () => 'x' })
       return gate.list()[0].retry
     }
-    const defaults = { maxRetries: 2, initialDelayMs: 1000, backoffFactor: 2, maxDelayMs: 60_000, maxElapsedMs: 120_000 }
+    const defaults = { maxRetries: 2, initialDelayMs: 1000, backoffFactor: 2, maxDelayMs: 60_000, maxElapsedMs: 120_000, onTimeout: false }
     assert.deepEqual(policy({ maxRetries: 1 }), { ...defaults, maxRetries: 1 })
     assert.deepEqual(policy(false), { ...defaults, maxRetries: 0 })
   })

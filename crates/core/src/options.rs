@@ -135,12 +135,15 @@ pub struct RetryPolicy {
     pub backoff_factor: f64,
     pub max_delay_ms: u64,
     pub max_elapsed_ms: u64,
+    /// Whether a timeout or idle timeout of a read-only or idempotent tool is retried. Off by default: whoever sets
+    /// `timeoutMs` expects an answer by then, and a retried call may take attempts × the limit, plus backoff.
+    pub on_timeout: bool,
 }
 
 impl Default for RetryPolicy {
     /// LangChain's defaults: 2 retries, doubling from 1 s, capped at 60 s.
     fn default() -> Self {
-        RetryPolicy { max_retries: 2, initial_delay_ms: 1_000, backoff_factor: 2.0, max_delay_ms: 60_000, max_elapsed_ms: 120_000 }
+        RetryPolicy { max_retries: 2, initial_delay_ms: 1_000, backoff_factor: 2.0, max_delay_ms: 60_000, max_elapsed_ms: 120_000, on_timeout: false }
     }
 }
 

@@ -40,9 +40,13 @@ pub fn timeout_retryable(tool: &Tool) -> bool {
 }
 
 /// Whether this failed attempt may be retried at all: never for a refusal, only for what the failure says is
-/// transient, and only while the policy has attempts left.
+/// transient (a timeout only when the policy says so), and only while the policy has attempts left.
 pub fn eligible(result: &ToolResult, attempts_so_far: u32, policy: &RetryPolicy) -> bool {
-    let kind_retries = matches!(result.error_kind, Some(ErrorKind::HandlerError | ErrorKind::Timeout | ErrorKind::IdleTimeout));
+    let kind_retries = match result.error_kind {
+        Some(ErrorKind::HandlerError) => true,
+        Some(ErrorKind::Timeout | ErrorKind::IdleTimeout) => policy.on_timeout,
+        _ => false,
+    };
     kind_retries && result.retryable && attempts_so_far <= policy.max_retries
 }
 
@@ -73,7 +77,7 @@ mod tests {
 
     #[test]
     fn delays_grow_exponentially_under_full_jitter_and_honour_hints() {
-        let policy = RetryPolicy { max_retries: 5, initial_delay_ms: 100, backoff_factor: 2.0, max_delay_ms: 300, max_elapsed_ms: 10_000 };
+        let policy = RetryPolicy { max_retries: 5, initial_delay_ms: 100, backoff_factor: 2.0, max_delay_ms: 300, max_elapsed_ms: 10_000, on_timeout: false };
         for _ in 0..200 {
             assert!(delay(&policy, 1, None) < Duration::from_millis(100));
             assert!(delay(&policy, 2, None) < Duration::from_millis(200));

@@ -81,11 +81,23 @@ fn a_retry_after_hint_is_waited_for() {
 }
 
 #[test]
-fn timeouts_are_retried_only_for_reads_and_idempotent_tools() {
+fn a_timeout_is_not_retried_unless_the_tool_opts_in() {
     let mut h = Host::new(json!({}));
-    h.tool_script(json!({"name": "read", "readOnly": true, "timeoutMs": 50, "retry": retrying(1)}), vec![Behaviour::Hang, text("ok")]);
-    h.tool(json!({"name": "write", "timeoutMs": 50, "retry": retrying(1)}), Behaviour::Hang);
-    h.tool_script(json!({"name": "put", "idempotent": true, "timeoutMs": 50, "retry": retrying(1)}), vec![Behaviour::Hang, text("ok")]);
+    h.tool_script(json!({"name": "read", "readOnly": true, "timeoutMs": 50, "retry": retrying(2)}), vec![Behaviour::Hang, text("ok")]);
+    let turn = h.begin(json!([{"name": "read"}]), Policy::default());
+    let r = &run_out(&mut h, turn)[0];
+    assert_eq!((r.error_kind, r.attempts), (Some(ErrorKind::Timeout), 1), "answered at its limit, as timeoutMs says");
+    assert!(r.retryable, "the model may still call it again");
+}
+
+#[test]
+fn opted_in_timeouts_are_retried_only_for_reads_and_idempotent_tools() {
+    let mut h = Host::new(json!({}));
+    let mut retry = retrying(1);
+    retry["onTimeout"] = json!(true);
+    h.tool_script(json!({"name": "read", "readOnly": true, "timeoutMs": 50, "retry": retry}), vec![Behaviour::Hang, text("ok")]);
+    h.tool(json!({"name": "write", "timeoutMs": 50, "retry": retry}), Behaviour::Hang);
+    h.tool_script(json!({"name": "put", "idempotent": true, "timeoutMs": 50, "retry": retry}), vec![Behaviour::Hang, text("ok")]);
     let turn = h.begin(json!([{"name": "read"}, {"name": "write"}, {"name": "put"}]), Policy::default());
     let results = run_out(&mut h, turn);
     assert!(results[0].success && results[0].attempts == 2);
