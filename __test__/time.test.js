@@ -695,6 +695,27 @@ describe('maxConcurrency', () => {
 })
 
 describe('late settlement', () => {
+  it('times out a handler that blocks the event loop past its limit, and counts what it returned as late', async () => {
+    const traces = []
+    const busy = (ms) => {
+      const end = Date.now() + ms
+      while (Date.now() < end);
+    }
+    const { gate } = gateWith([
+      { name: 'cpu', timeoutMs: 100, handler: () => { busy(300); return 'done' } },
+      { name: 'quiet', readOnly: true, idleTimeoutMs: 50, handler: async () => { busy(150); throw new Error('too late to matter') } },
+      { name: 'big', timeoutMs: 50, handler: () => { busy(150); return 'x'.repeat(300 * 1024) } },
+    ], { onTrace: (events) => traces.push(...events.filter((e) => e.type === 'late_settlement')) })
+    const [cpu, quiet, big] = await gate.execute([{ id: 'c', name: 'cpu' }, { id: 'q', name: 'quiet' }, { id: 'b', name: 'big' }])
+    assertFailure(cpu, 'timeout', 'within its time limit of 100 ms')
+    assertFailure(quiet, 'idle_timeout', 'no progress for 50 ms')
+    assertFailure(big, 'timeout', 'within its time limit of 50 ms')
+    await turnOfLoop()
+    assert.deepEqual(traces.map((e) => [e.callId, e.endedBy, e.outcome]), [['c', 'timeout', 'resolved'], ['q', 'idle_timeout', 'rejected'], ['b', 'timeout', 'resolved']])
+    assert.ok(traces.every((e) => e.afterMs > 0))
+    assert.equal(gate.stats().total.lateSettlements, 3)
+  })
+
   it('records a handler that resolves after its call timed out: trace event, counters, pendingHandlers', async () => {
     const traces = []
     const release = deferred()

@@ -59,6 +59,8 @@ class ToolExecutor {
   #stages = []
   /** Settlements not yet sent to the engine (see `#sendSettled`). */
   #settled = { runs: [], kinds: [], payloads: [] }
+  /** Calls whose settlements are crossing into the engine, which may find them past their deadline. */
+  #crossing = new Map()
 
   /** @param {import('./index').ExecutorOptions} [options] */
   constructor(options = {}) {
@@ -330,6 +332,7 @@ class ToolExecutor {
   }
 
   #applyStep(step) {
+    if (step.late) for (const late of step.late) this.#overdue(late)
     if (step.host) for (const request of step.host) this.#askHost(request)
     if (step.abort) for (const run of step.abort) this.#abort(run)
     if (step.start) {
@@ -419,9 +422,10 @@ class ToolExecutor {
     }
     this.#sendSettled() // settlements cross in the order they came
     this.#runs.delete(run)
-    call.release()
-    if (typeof payload === 'string') this.#sendInSlices(run, kind, payload, 0)
-    else this.#drive(() => this.#engine.completeBytes(run, kind, payload))
+    this.#crossing.set(run, call)
+    if (typeof payload === 'string') return this.#sendInSlices(run, kind, payload, 0)
+    this.#drive(() => this.#engine.completeBytes(run, kind, payload))
+    this.#crossed(run)
   }
 
   /** Handlers settling in one turn of the event loop (a batch of quick ones settles in one microtask checkpoint)
@@ -435,7 +439,7 @@ class ToolExecutor {
       const call = this.#runs.get(runs[i])
       if (call !== undefined) {
         this.#runs.delete(runs[i])
-        call.release()
+        this.#crossing.set(runs[i], call)
         continue
       }
       this.#lateSettlement(runs[i], kinds[i] === 'thrown' ? 'rejected' : 'resolved')
@@ -444,6 +448,13 @@ class ToolExecutor {
       payloads.splice(i, 1)
     }
     if (runs.length > 0) this.#drive(() => this.#engine.complete(runs, kinds, payloads))
+    for (const run of runs) this.#crossed(run)
+  }
+
+  /** A settlement has crossed: the executor is done with its call. */
+  #crossed(run) {
+    this.#crossing.get(run)?.release()
+    this.#crossing.delete(run)
   }
 
   /** A large string crosses a slice per turn of the event loop; no slice ends inside a surrogate pair. */
@@ -452,11 +463,15 @@ class ToolExecutor {
     const code = text.charCodeAt(to - 1)
     if (to < text.length && code >= 0xd800 && code <= 0xdbff) to -= 1
     const more = to < text.length
+    let next = false
     this.#drive(() => {
       const wire = this.#engine.completeBytes(run, kind, Buffer.from(text.slice(from, to)), more)
-      if (more) setImmediate(() => this.#sendInSlices(run, kind, text, to))
-      return more ? '' : wire
+      // A slice taken in answers nothing; an answer (the run was past its deadline) ends the crossing.
+      next = more && wire === ''
+      return wire
     })
+    if (next) setImmediate(() => this.#sendInSlices(run, kind, text, to))
+    else this.#crossed(run)
   }
 
   #abort([run, kind]) {
@@ -485,11 +500,24 @@ class ToolExecutor {
     if (call === undefined) return
     this.#abandoned.delete(run)
     this.#guard(() => this.#engine.noteLateSettlement(call.toolName))
-    this.#emitTrace({
-      type: 'late_settlement', callId: call.callId, toolName: call.toolName, attempt: call.attempt, endedBy: call.endedBy,
-      outcome, afterMs: Date.now() - call.endedAt, args: call.argsSnapshot,
-    })
+    this.#traceLate(call, call.endedBy, outcome, Date.now() - call.endedAt)
     if (this.#abandoned.size === 0 && this.#turns.size === 0) this.#onIdle?.()
+  }
+
+  /** A settlement the engine found past its run's deadline (the event loop was blocked, so the deadline could
+   * not fire first): the call timed out, and the engine counted it late; the trace says so. */
+  #overdue([run, endedBy, outcome, afterMs]) {
+    const call = this.#crossing.get(run)
+    if (call === undefined) return
+    if (this.#listeners.onTrace) this.#guard(() => { call.argsSnapshot = this.#snapshots([call.args])[0] })
+    this.#traceLate(call, endedBy, outcome, afterMs)
+  }
+
+  #traceLate(call, endedBy, outcome, afterMs) {
+    this.#emitTrace({
+      type: 'late_settlement', callId: call.callId, toolName: call.toolName, attempt: call.attempt, endedBy, outcome, afterMs,
+      args: call.argsSnapshot,
+    })
   }
 
   /** Arguments as a trace shows them, one crossing for a whole turn: secrets redacted, each one's size capped.

@@ -136,6 +136,9 @@ impl Engine {
     /// comes from a later `expire`.
     #[napi(catch_unwind)]
     pub fn complete_bytes(&mut self, env: Env, run: u32, kind: String, data: BufferSlice, more: Option<bool>) -> Result<String> {
+        if let Some(step) = self.inner.overdue(run, kind == "thrown", Instant::now()) {
+            return self.reply(&env, step);
+        }
         if more == Some(true) {
             if !self.slices.contains_key(&run) && !self.inner.hold(run) {
                 return Ok(String::new()); // already answered (cancelled): the rest is a late settlement

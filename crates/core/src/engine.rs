@@ -80,6 +80,11 @@ pub struct Step {
     /// answered with `Engine::answer(ticket, …)`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub host: Vec<HostRequest>,
+    /// Settlements that came after their run's deadline had passed (the host's event loop was blocked, so the
+    /// deadline could not fire in time): the run timed out, and this is a late settlement. `[run, endedBy,
+    /// outcome ('resolved' | 'rejected'), ms past the deadline]` on the wire.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub late: Vec<(u32, ErrorKind, &'static str, f64)>,
 }
 
 /// `[ticket, kind, turn, callId, toolName, args, rule, reason]` on the wire; kind is `check` or `approve`.
@@ -150,7 +155,7 @@ impl HostAnswer {
 
 impl Step {
     pub fn is_empty(&self) -> bool {
-        self.turn.is_none() && self.start.is_empty() && self.abort.is_empty() && self.done.is_empty() && self.host.is_empty()
+        self.turn.is_none() && self.start.is_empty() && self.abort.is_empty() && self.done.is_empty() && self.host.is_empty() && self.late.is_empty()
     }
 
     /// Adds what another step asks for (the host answers several engine calls at once).
@@ -160,6 +165,7 @@ impl Step {
         self.abort.extend(other.abort);
         self.done.extend(other.done);
         self.host.extend(other.host);
+        self.late.extend(other.late);
     }
 
     /// The wire form: empty string when there is nothing to do, so the host can skip parsing.
@@ -1169,10 +1175,36 @@ impl Engine {
     /// A handler settled: normalize and shape, then retry or settle. A run that already timed out or was
     /// cancelled is a late settlement: nothing changes.
     pub fn complete(&mut self, run: u32, outcome: Outcome, now: Instant) -> Step {
+        if let Some(step) = self.overdue(run, matches!(outcome, Outcome::Thrown(_)), now) {
+            return step;
+        }
         match self.begin_shaping(run, outcome) {
             Some(shaping) => self.shaped(shaping.run(), now),
             None => Step::default(),
         }
+    }
+
+    /// A settlement at `now`, past one of its run's deadlines: the run times out as it would have had the deadline
+    /// fired (the host's event loop was blocked, by this handler or another), and the settlement is a late one.
+    /// None when the run is within its limits (or already over). `rejected`: the handler threw.
+    pub fn overdue(&mut self, run: u32, rejected: bool, now: Instant) -> Option<Step> {
+        let r = self.runs.get(&run)?;
+        let (alarm, at) = match r.idle {
+            Some((idle_at, _)) if idle_at <= now && idle_at < r.total_at => (Alarm::Idle(run), idle_at),
+            _ if r.total_at <= now => (Alarm::Total(run), r.total_at),
+            _ => return None,
+        };
+        let mut step = Step::default();
+        let tool = self.turns.get(&r.turn).and_then(|t| t.slots[r.index].tool.as_ref()).map(|t| t.spec.name.clone());
+        self.time_out(run, alarm, now, &mut step);
+        if let Some(tool) = tool {
+            self.note_late_settlement(&tool);
+        }
+        let outcome = if rejected { "rejected" } else { "resolved" };
+        let kind = if matches!(alarm, Alarm::Idle(_)) { ErrorKind::IdleTimeout } else { ErrorKind::Timeout };
+        step.late.push((run, kind, outcome, millis(now.saturating_duration_since(at))));
+        self.drain(now, &mut step);
+        Some(step)
     }
 
     /// The first half of `complete` for a large settlement: the run ends here (its deadlines no longer apply,

@@ -247,3 +247,32 @@ fn a_value_still_crossing_is_neither_timed_out_nor_cancelled() {
     assert_eq!(results[0].output, "the value");
     assert!(!h.engine.hold(run), "a run already over is not held");
 }
+
+#[test]
+fn a_settlement_past_its_deadline_is_a_timeout_and_a_late_settlement() {
+    // The host's loop was blocked (a handler computed for 300 ms): no deadline could fire until it settled.
+    let mut h = Host::new(json!({}));
+    h.tool(json!({"name": "cpu", "timeoutMs": 100}), Behaviour::Hang);
+    h.tool(json!({"name": "quiet", "readOnly": true, "timeoutMs": 1000, "idleTimeoutMs": 50}), Behaviour::Hang);
+    h.tool(json!({"name": "quick", "readOnly": true, "timeoutMs": 1000}), Behaviour::Hang);
+    let step = h.engine.begin(&json!([{"name": "cpu"}, {"name": "quiet"}, {"name": "quick"}]).to_string(), &Policy::default(), &TurnOptions::default(), None, h.now).unwrap();
+    let turn = step.turn.unwrap();
+    let runs: Vec<u32> = step.start.iter().map(|s| s.run).collect();
+    assert_eq!(runs.len(), 1, "cpu changes state: it runs alone first");
+    let blocked = h.now + std::time::Duration::from_millis(300);
+    let step = h.engine.complete(runs[0], Outcome::Text("done".into()), blocked);
+    assert_eq!(step.late.len(), 1);
+    assert_eq!((step.late[0].0, step.late[0].1, step.late[0].2), (runs[0], ErrorKind::Timeout, "resolved"));
+    assert!((step.late[0].3 - 200.0).abs() < 1.0, "{} ms past the deadline", step.late[0].3);
+    let reads: Vec<u32> = step.start.iter().map(|s| s.run).collect();
+    assert_eq!(reads.len(), 2);
+    let later = blocked + std::time::Duration::from_millis(80);
+    let step = h.engine.complete(reads[0], Outcome::Thrown(json!({"message": "x"}).to_string()), later);
+    assert_eq!((step.late[0].1, step.late[0].2), (ErrorKind::IdleTimeout, "rejected"), "the idle limit passed first");
+    let step = h.engine.complete(reads[1], Outcome::Text("in time".into()), later);
+    h.apply(step);
+    let results = h.results(turn);
+    assert_eq!(results.iter().map(|r| r.error_kind).collect::<Vec<_>>(), [Some(ErrorKind::Timeout), Some(ErrorKind::IdleTimeout), None]);
+    let counters = &h.engine.counters()["total"];
+    assert_eq!((counters["lateSettlements"].as_u64(), counters["timeouts"].as_u64(), counters["idleTimeouts"].as_u64()), (Some(2), Some(1), Some(1)));
+}
