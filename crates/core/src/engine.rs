@@ -33,7 +33,7 @@ use crate::timer::{after, Deadlines};
 use crate::judge;
 use crate::metrics::CallMetrics;
 use crate::panic::{self, contained};
-use crate::{checks, invoke, json, lookup, parse, retry, shape, validate};
+use crate::{checks, fence, invoke, json, lookup, parse, retry, shape, validate};
 
 /// A handler to start: `[run, turn, callId, toolName, args, attempt]` on the wire.
 #[derive(Debug, Clone, PartialEq)]
@@ -1860,7 +1860,7 @@ impl Shaping {
             result.rollback = reason.map(|reason| Rollback { reason: self.shaper.redact_text(&reason) });
         }
         if self.tool.spec.untrusted && result.success {
-            result.output = shape::fence(&self.tool.spec.name, &result.output);
+            result.output = fence::fence(&self.tool.spec.name, &result.output);
         }
         result.metadata.sent = sent;
         Shaped { turn: self.turn, index: self.index, result, marks }

@@ -8,6 +8,7 @@ pub mod calls;
 pub mod checks;
 pub mod dedup;
 pub mod engine;
+pub mod fence;
 pub mod invoke;
 pub mod json;
 pub mod judge;
