@@ -53,4 +53,18 @@ describe('handlers that never settle', () => {
     assert.ok(open < 32 * MB, `${(open / MB).toFixed(0)} MB held while the handlers hang`)
     assert.ok(closed < 32 * MB, `${(closed / MB).toFixed(0)} MB held after close()`)
   })
+
+  it('keeps at most 10,000 records of handlers stopped and never settled, the oldest going first', async () => {
+    const { ToolExecutor } = require('..')
+    const gate = new ToolExecutor()
+    gate.register({ name: 'hang', readOnly: true, timeoutMs: 10, handler: () => new Promise(() => {}) })
+    for (let i = 0; i < 10_050; i += 1_005) {
+      await gate.execute(Array.from({ length: 1_005 }, (_, k) => ({ id: `h${i + k}`, name: 'hang' })))
+    }
+    const pending = gate.pendingHandlers()
+    assert.equal(pending.length, 10_000)
+    assert.equal(pending[0].callId, 'h50', 'the 50 oldest went')
+    assert.ok(pending.every((p) => p.state === 'abandoned' && p.reason === 'timeout'))
+    await gate.close({ timeoutMs: 1 })
+  })
 })

@@ -11,6 +11,8 @@ const { argumentsOf, internalFailures, programmerError, policyJson, readResults,
 const { ENGINE_OPTIONS, LISTENER_OPTIONS, OBSERVER_OPTIONS, SPEC_FIELDS, TURN_OPTIONS, offAsOptions, pick, takeListeners, takeObservers } = require('./options.js')
 const { callHost, describeProblem, readApproval, judgeValue, callListener, warn } = require('./callbacks.js')
 
+/** Records kept of handlers that were stopped but have not settled (`pendingHandlers()`, late settlements). */
+const MAX_ABANDONED = 10_000
 /** How long `close()` waits for handlers still running after their calls ended, unless told otherwise. */
 const CLOSE_TIMEOUT_MS = 5_000
 /** Strings at least this long cross as UTF-8 bytes, a slice of this many characters per turn of the event loop:
@@ -313,7 +315,7 @@ class ToolExecutor {
       this.#abandoned.set(run, call)
       call.endedBy = 'cancelled'
       call.endedAt = Date.now()
-      call.abort(new DOMException('The tool call was cancelled: toolgate failed', 'AbortError'))
+      call.abort('cancelled', new DOMException('The tool call was cancelled: toolgate failed', 'AbortError'))
       call.release()
     }
     this.#runs.clear()
@@ -482,7 +484,7 @@ class ToolExecutor {
     call.endedBy = kind
     call.endedAt = Date.now()
     const { turn } = call
-    call.abort(kind === 'cancelled' && turn.abortReason !== undefined ? turn.abortReason : new DOMException(TIMEOUT_MESSAGES[kind], 'TimeoutError'))
+    call.abort(kind, kind === 'cancelled' ? turn.abortReason : undefined)
     this.#abandon(call)
   }
 
@@ -492,6 +494,8 @@ class ToolExecutor {
   #abandon(call) {
     if (this.#listeners.onTrace) this.#guard(() => { call.argsSnapshot = this.#snapshots([call.args])[0] })
     call.release()
+    // Handlers that never settle may pile up on a server that runs for weeks: the oldest records go.
+    if (this.#abandoned.size > MAX_ABANDONED) this.#abandoned.delete(this.#abandoned.keys().next().value)
   }
 
   /** A handler settled after its call was answered: its side effects happened past the deadline. Recorded. */
@@ -607,7 +611,10 @@ class RunningCall {
     this.argsSnapshot = undefined
     this.startedAt = Date.now()
     this.controller = undefined
+    /** Why the call was aborted: the caller's reason, or (made only when a signal needs it: a DOMException costs a
+     * stack trace) the kind of limit that stopped it. */
     this.abortReason = undefined
+    this.abortKind = undefined
     /** Set when the engine answered the call without the handler: 'timeout', 'idle_timeout' or 'cancelled'. */
     this.endedBy = undefined
     this.endedAt = undefined
@@ -616,14 +623,21 @@ class RunningCall {
   get signal() {
     if (this.controller === undefined) {
       this.controller = new AbortController()
-      if (this.abortReason !== undefined) this.controller.abort(this.abortReason)
+      if (this.abortKind !== undefined) this.controller.abort(this.#reason())
     }
     return this.controller.signal
   }
 
-  abort(reason) {
+  /** `reason`: the caller's, for a cancellation; none for a limit, whose DOMException is made when needed. */
+  abort(kind, reason) {
+    this.abortKind = kind
     this.abortReason = reason
-    this.controller?.abort(reason)
+    if (this.controller !== undefined) this.controller.abort(this.#reason())
+  }
+
+  #reason() {
+    this.abortReason ??= new DOMException(TIMEOUT_MESSAGES[this.abortKind], this.abortKind === 'cancelled' ? 'AbortError' : 'TimeoutError')
+    return this.abortReason
   }
 
   /** The call is over for the executor: a handler that keeps its `ctx` keeps nothing of the turn through it. */
