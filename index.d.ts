@@ -249,6 +249,8 @@ export interface Repair {
     | 'json-truncated' | 'json-control-characters' | 'alias' | 'key-case' | 'key-underscore' | 'key-typo'
     | 'string-to-number' | 'string-to-integer' | 'number-to-integer' | 'string-to-boolean' | 'number-to-string'
     | 'scalar-to-array' | 'json-string' | 'null-omitted' | 'enum-case' | 'tool-name'
+    /** Halves of UTF-16 surrogate pairs in the arguments, read as U+FFFD: `before` counts them. */
+    | 'lone-surrogate'
 }
 
 export type RollbackRule = { emptyAt: string } | { startsWith: string } | { matches: string }
