@@ -61,4 +61,6 @@ export declare class Engine {
   /** The turn's results: a JSON array, then the outputs of its plain successes (see `results_to_wire`). */
   finish(turn: number): Array<string>
   get running(): number
+  /** Whether the engine holds Node's event loop open now: a deadline armed, or a value shaped on another thread. */
+  get holding(): boolean
 }

@@ -67,4 +67,27 @@ describe('handlers that never settle', () => {
     assert.ok(pending.every((p) => p.state === 'abandoned' && p.reason === 'timeout'))
     await gate.close({ timeoutMs: 1 })
   })
+
+  it("let go of what a stopped handler's signal listeners hold", async () => {
+    const child = await runGcChild(`
+      const { ToolExecutor } = require('..')
+      const gate = new ToolExecutor()
+      gate.register({ name: 'hang', readOnly: true, timeoutMs: 10, handler: (_args, ctx) => {
+        const buffer = Buffer.alloc(1024 * 1024, 1) // what the handler's abort listener holds on to
+        ctx.signal.addEventListener('abort', () => buffer.length)
+        return new Promise(() => {})
+      } })
+      const held = () => { global.gc(); const m = process.memoryUsage(); return m.heapUsed + m.arrayBuffers }
+      ;(async () => {
+        const start = held()
+        await gate.execute(Array.from({ length: 200 }, (_, k) => ({ id: 'h' + k, name: 'hang' })))
+        await new Promise((resolve) => setTimeout(resolve, 20))
+        console.log(JSON.stringify({ abandoned: gate.pendingHandlers().length, held: held() - start }))
+      })()
+    `)
+    assert.equal(child.code, 0, child.stderr)
+    const { abandoned, held } = lastJsonLine(child.stdout)
+    assert.equal(abandoned, 200)
+    assert.ok(held < 32 * 2 ** 20, `${(held / 2 ** 20).toFixed(0)} MB held by 200 stopped handlers (200 MB were their listeners kept)`)
+  })
 })

@@ -11,7 +11,7 @@ const otel = require('@opentelemetry/api')
 const { BasicTracerProvider, SimpleSpanProcessor, InMemorySpanExporter } = require('@opentelemetry/sdk-trace-base')
 const { AsyncLocalStorageContextManager } = require('@opentelemetry/context-async-hooks')
 const { ToolExecutor, RetryableError } = require('..')
-const { gateWith, sleep, never, runChild } = require('./helpers')
+const { gateWith, sleep, never, runChild, collectWarnings } = require('./helpers')
 
 const TOKEN = 'ghp_R8mQ2vX7kL4pN9wT3zJ6yH1sD5fG0aB2cE4u'
 const Q = { type: 'object', properties: { q: { type: 'string' } }, required: ['q'], additionalProperties: false }
@@ -149,6 +149,60 @@ describe('audit', () => {
     process.off('warning', onWarning)
     assert.equal(r.output, 'ok')
     assert.ok(warnings.some((w) => /reporting a finished turn failed: ENOENT/.test(w)), warnings.join('\n'))
+  })
+
+  it('opens the file again after a rotation that failed, never writing through a closed descriptor', async () => {
+    const file = path.join(dir, 'blocked.jsonl')
+    fs.mkdirSync(`${file}.1`) // in the way of the rotation
+    fs.writeFileSync(path.join(`${file}.1`, 'x'), '')
+    const { gate } = gateWith([{ name: 't' }], { audit: { file, maxBytes: 250, keep: 1 } })
+    const { warnings, stop } = collectWarnings()
+    try {
+      await gate.execute([{ id: 'one', name: 't' }])
+      await gate.execute([{ id: 'two', name: 't' }]) // the rotation fails part-way
+      const mine = path.join(dir, 'application.txt')
+      const fd = fs.openSync(mine, 'w') // the process hands the freed descriptor number to the application
+      fs.rmSync(`${file}.1`, { recursive: true })
+      await gate.execute([{ id: 'three', name: 't' }])
+      fs.writeSync(fd, 'APPLICATION DATA\n')
+      fs.closeSync(fd)
+      assert.equal(fs.readFileSync(mine, 'utf8'), 'APPLICATION DATA\n', "the application's file keeps its data")
+      assert.ok(!fs.readFileSync(file, 'utf8').includes('APPLICATION DATA'), 'the audit log holds only records')
+      await new Promise((resolve) => setImmediate(resolve))
+      assert.ok(warnings.some((w) => /reporting a finished turn failed/.test(w.message)))
+    } finally {
+      stop()
+      await gate.close()
+    }
+  })
+
+  it('writes nothing after close(), even for a turn that ends later', async () => {
+    const file = path.join(dir, 'after-close.jsonl')
+    const { gate } = gateWith([{ name: 'big', readOnly: true, handler: () => 'x'.repeat(5_000_000) }], { audit: { file }, maxOutputChars: 1000 })
+    await gate.execute([{ id: 'first', name: 'big' }])
+    const turn = gate.execute([{ id: 'late', name: 'big' }])
+    await new Promise((resolve) => setImmediate(resolve))
+    await gate.close({ timeoutMs: 1 })
+    await turn
+    await sleep(50)
+    const ids = fs.readFileSync(file, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l).callId)
+    assert.deepEqual(ids, ['first'], 'the turn that ended after close() wrote no record')
+    const open = fs.readdirSync('/proc/self/fd').filter((f) => { try { return fs.readlinkSync(`/proc/self/fd/${f}`) === file } catch { return false } })
+    assert.deepEqual(open, [], 'no descriptor of the audit file is left open')
+  })
+
+  it("records each call of a turn against the turn's own calls: holes in the array are calls, later changes are not", async () => {
+    const records = []
+    const traces = []
+    const { gate } = gateWith([{ name: 'ok', parameters: Q, handler: ({ q }) => q }], { audit: { onRecord: (r) => records.push(r) }, onTrace: (e) => traces.push(...e) })
+    const calls = [{ id: 'a', name: 'ok', input: { q: 'A' } }, , { id: 'c', name: 'ok', input: { q: 'C' } }]
+    const turn = gate.execute(calls)
+    calls.reverse() // the caller reuses its array
+    const results = await turn
+    await new Promise((resolve) => setImmediate(resolve))
+    assert.deepEqual(results.map((r) => r.errorKind ?? r.output), ['A', 'invalid_arguments', 'C'])
+    assert.deepEqual(records.map((r) => [r.callId === results[1].callId ? 'hole' : r.callId, r.args]), [['a', { q: 'A' }], ['hole', {}], ['c', { q: 'C' }]])
+    assert.ok(traces.length > 0)
   })
 
   it('refuses audit options it cannot use', () => {

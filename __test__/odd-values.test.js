@@ -116,3 +116,84 @@ describe("the application's own functions throwing what is not an Error", () => 
     assert.deepEqual(calls, { checked: 0, asks: 0 })
   })
 })
+
+describe("the application's own code re-entering the executor", () => {
+  it('counts a value as late when rollbackWhen or its own toJSON cancelled the turn or closed the executor', async () => {
+    for (const how of ['rollbackWhen aborts', 'rollbackWhen closes', 'toJSON aborts', 'a large value, rollbackWhen aborts']) {
+      const controller = new AbortController()
+      let gate
+      const interrupt = () => (how.includes('closes') ? gate.close() : controller.abort(new Error('bad result')))
+      const judged = how.includes('rollbackWhen')
+      ;({ gate } = gateWith([
+        {
+          name: 'fetch',
+          rollbackWhen: judged ? () => { interrupt(); return false } : undefined,
+          handler: () => (how.includes('toJSON') ? { toJSON() { interrupt(); return { ok: 1 } } } : how.includes('large') ? 'x'.repeat(300 * 1024) : 'bad'),
+        },
+        { name: 'slow', handler: () => sleep(100, 'slow') },
+      ]))
+      const results = await gate.execute([{ id: 'a', name: 'fetch' }, { id: 'b', name: 'slow' }], { signal: controller.signal })
+      assert.deepEqual(results.map((r) => r.errorKind), ['cancelled', 'cancelled'], how)
+      assert.equal(gate.stats().total.lateSettlements, 1, `${how}: what fetch returned is a late settlement`)
+      assert.deepEqual(gate.pendingHandlers().filter((p) => p.callId === 'a'), [], `${how}: and not left pending`)
+      await gate.close({ timeoutMs: 200 })
+    }
+  })
+
+  it('keeps other turns whole when an abort listener cancels its own turn as its next call is being started', async () => {
+    const controller = new AbortController()
+    const { gate, calls } = gateWith([
+      { name: 'step', timeoutMs: 20, handler: (_a, ctx) => new Promise((resolve) => {
+        ctx.signal.addEventListener('abort', () => { controller.abort(new Error('give up')); resolve('stopped') })
+      }) },
+      { name: 'other', readOnly: true, handler: () => sleep(100, 'other finished') },
+    ])
+    const unrelated = gate.execute([{ id: 'o', name: 'other' }])
+    const mine = await gate.execute([{ id: 's1', name: 'step' }, { id: 's2', name: 'step' }], { signal: controller.signal })
+    assert.deepEqual(mine.map((r) => r.errorKind), ['timeout', 'cancelled'])
+    assert.equal(calls.step, 1, 's2 never ran')
+    assertSuccess((await unrelated)[0], 'other finished')
+    await sleep(20)
+    assert.deepEqual(gate.pendingHandlers(), [])
+  })
+
+  it('denies an approval whose edited arguments cannot be read, and keeps other turns whole', async () => {
+    let deep = 'x'
+    for (let i = 0; i < 200; i++) deep = { d: deep }
+    const { gate, calls } = gateWith([
+      { name: 'asks', needsApproval: true },
+      { name: 'other', readOnly: true, handler: () => sleep(50, 'other done') },
+    ], { approve: async () => ({ decision: 'approve', arguments: { q: deep } }) })
+    const unrelated = gate.execute([{ id: 'u', name: 'other' }])
+    const [asked] = await gate.execute([{ id: 'a', name: 'asks' }])
+    assertFailure(asked, 'approval_denied', 'its answer could not be read')
+    assert.equal(calls.asks, 0)
+    assertSuccess((await unrelated)[0], 'other done')
+  })
+
+  it('refuses a signal it cannot stop listening to, and begins nothing for a signal that throws when listened to', async () => {
+    const { gate, calls } = gateWith([{ name: 'ok', readOnly: true }])
+    await assert.rejects(gate.execute([{ name: 'ok' }], { signal: { aborted: false, addEventListener() {} } }), /signal must be an AbortSignal/)
+    const throwing = { aborted: false, addEventListener() { throw new Error('nope') }, removeEventListener() {} }
+    await assert.rejects(gate.execute([{ name: 'ok' }], { signal: throwing }), /nope/)
+    assert.equal(gate.running, 0)
+    assert.equal(calls.ok, 0)
+    await assert.rejects(gate.execute([], { get signal() { throw new Error('getter') } }), /getter/, 'rejects, does not throw')
+  })
+
+  it("keeps an Error's message when one of its other fields throws", async () => {
+    const { gate } = gateWith([{ name: 't', handler: () => {
+      const err = new Error('upstream returned 503')
+      Object.defineProperty(err, 'response', { get() { throw new Error('body already consumed') } })
+      throw err
+    } }])
+    const [r] = await gate.execute([{ name: 't' }])
+    assertFailure(r, 'handler_error', 'Tool "t" failed: Error: upstream returned 503')
+  })
+
+  it('closes with close(null), and then refuses to execute', async () => {
+    const { gate } = gateWith([{ name: 'ok' }])
+    assert.deepEqual(await gate.close(null), { stillRunning: [] })
+    await assert.rejects(gate.execute([{ name: 'ok' }]), /closed/)
+  })
+})

@@ -34,15 +34,17 @@ describe('an artifact search pattern too large to compile', () => {
   })
 })
 
-/** A child that makes `method` of the real engine throw (from its `nth` call on), then runs `body`. */
-function withFault(method, nth, body) {
+/** A child that makes `method` of the real engine throw (from its `nth` call on, or only on the `nth` with
+ * `once`), then runs `body`. */
+function withFault(method, nth, body, { once = false, killAfterMs } = {}) {
   return runChild(`
     const bindingPath = require.resolve('../binding.js')
     const binding = require(bindingPath)
     let calls = 0
     class Faulty extends binding.Engine {
       ${method}(...args) {
-        if (++calls >= ${nth}) throw new Error('injected fault in ${method}')
+        calls += 1
+        if (${once} ? calls === ${nth} : calls >= ${nth}) throw new Error('injected fault in ${method}')
         return super.${method}(...args)
       }
     }
@@ -53,7 +55,7 @@ function withFault(method, nth, body) {
     ;(async () => {
       ${body}
     })()
-  `)
+  `, { killAfterMs })
 }
 
 function assertEveryCallFailed(results, ids) {
@@ -111,5 +113,58 @@ describe('an engine that fails anyway', () => {
     assert.equal(child.timedOut, false, 'the turn hung')
     assert.equal(child.code, 0, child.stderr)
     assertEveryCallFailed(lastJsonLine(child.stdout), ['h'])
+  })
+
+  it('answers later turns after a failure that ended turns the engine had results for', async () => {
+    // The turns the engine ends when told of the failure carry stage sequences new to the JS side's table.
+    const child = await withFault('answer', 1, `
+      const gate = new ToolExecutor({ approve: () => true })
+      gate.register({ name: 'ok', readOnly: true, handler: () => 'ran' })
+      gate.register({ name: 'hang', readOnly: true, handler: () => new Promise(() => {}) })
+      gate.register({ name: 'asks', needsApproval: true, handler: () => 'ran' })
+      await Promise.all([gate.execute([{ id: 's', name: 'ok' }, { id: 'h', name: 'hang' }]), gate.execute([{ id: 'a', name: 'asks' }])])
+      const later = await Promise.race([gate.execute([{ id: 'later', name: 'ok' }]), new Promise((resolve) => setTimeout(resolve, 3000, 'pending'))])
+      console.log(JSON.stringify(later === 'pending' ? later : later.map((r) => [r.callId, r.output])))
+      process.exit(0)
+    `, { once: true })
+    assert.equal(child.code, 0, child.stderr)
+    assert.deepEqual(lastJsonLine(child.stdout), [['later', 'ran']])
+  })
+
+  it('lets the process exit after a failure while a large value was still crossing', async () => {
+    const child = await withFault('answer', 1, `
+      const gate = new ToolExecutor({ approve: () => new Promise((resolve) => setTimeout(resolve, 5, true)) })
+      gate.register({ name: 'big', readOnly: true, handler: () => 'x'.repeat(20_000_000) })
+      gate.register({ name: 'asks', needsApproval: true, handler: () => 'ran' })
+      const [[big], [asks]] = await Promise.all([gate.execute([{ id: 'b', name: 'big' }]), gate.execute([{ id: 'a', name: 'asks' }])])
+      console.log(JSON.stringify([big.errorKind, asks.errorKind]))
+    `, { once: true, killAfterMs: 10_000 })
+    assert.equal(child.timedOut, false, 'the process did not exit by itself')
+    assert.equal(child.code, 0, child.stderr)
+    assert.deepEqual(lastJsonLine(child.stdout), ['handler_error', 'handler_error'])
+  })
+
+  it('does not list a handler that had settled as still running after a failure', async () => {
+    const child = await withFault('answer', 1, `
+      const lingering = []
+      for (let hops = 0; hops < 8; hops++) {
+        let release
+        const gate = new ToolExecutor({ approve: () => new Promise((resolve) => { release = resolve }) })
+        gate.register({ name: 'quick', readOnly: true, handler: () => new Promise((resolve) => setTimeout(async () => {
+          release(true)
+          for (let i = 0; i < hops; i++) await null
+          resolve('done')
+        }, 10)) })
+        gate.register({ name: 'asks', needsApproval: true, handler: () => 'ran' })
+        calls = 0
+        await Promise.all([gate.execute([{ id: 'q', name: 'quick' }]), gate.execute([{ id: 'a', name: 'asks' }])])
+        await new Promise((resolve) => setTimeout(resolve, 30))
+        lingering.push(gate.pendingHandlers().length)
+        await gate.close({ timeoutMs: 100 })
+      }
+      console.log(JSON.stringify(lingering))
+    `, { once: true })
+    assert.equal(child.code, 0, child.stderr)
+    assert.deepEqual(lastJsonLine(child.stdout), [0, 0, 0, 0, 0, 0, 0, 0])
   })
 })

@@ -43,21 +43,30 @@ function describeValue(value) {
   return json === undefined ? ['none', ''] : ['json', json]
 }
 
-/** A thrown value → ['thrown', JSON the engine reads]; name and message for the model, the rest for metadata. */
+/** A thrown value → ['thrown', JSON the engine reads]; name and message for the model, the rest for metadata. Each
+ * field is read on its own: an Error whose `response` getter throws still has its message. */
 function describeThrown(err) {
   try {
     if (err instanceof Error || (err && typeof err === 'object' && typeof err.message === 'string')) {
-      const code = err.code
-      const status = [err.status, err.statusCode, err.response?.status].find((v) => Number.isInteger(v))
+      const read = (get) => {
+        try {
+          return get()
+        } catch {
+          return undefined
+        }
+      }
+      const [name, message, stack, code, retryable] = [read(() => err.name), read(() => err.message), read(() => err.stack), read(() => err.code), read(() => err.retryable)]
+      const status = [read(() => err.status), read(() => err.statusCode), read(() => err.response?.status)].find((v) => Number.isInteger(v))
+      const causeCode = read(() => err.cause?.code)
       return ['thrown', JSON.stringify({
-        name: typeof err.name === 'string' ? err.name : 'Error',
-        message: typeof err.message === 'string' ? err.message : reprOf(err.message),
-        stack: typeof err.stack === 'string' ? err.stack : undefined,
+        name: typeof name === 'string' ? name : 'Error',
+        message: typeof message === 'string' ? message : reprOf(message),
+        stack: typeof stack === 'string' ? stack : undefined,
         code: typeof code === 'string' || typeof code === 'number' ? code : undefined,
-        retryable: typeof err.retryable === 'boolean' ? err.retryable : undefined,
+        retryable: typeof retryable === 'boolean' ? retryable : undefined,
         status: status >= 0 ? status : undefined,
-        causeCode: typeof err.cause?.code === 'string' ? err.cause.code : undefined,
-        retryAfterMs: retryAfterMs(err),
+        causeCode: typeof causeCode === 'string' ? causeCode : undefined,
+        retryAfterMs: read(() => retryAfterMs(err)),
       })]
     }
     return ['thrown', JSON.stringify({ nonError: err === undefined ? 'undefined (it rejected without a reason)' : reprOf(err) })]

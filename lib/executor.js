@@ -209,13 +209,14 @@ class ToolExecutor {
    * Cancels every open turn, then waits (at most `timeoutMs`) for handlers still running to settle. Resolves to
    * the handlers that were still running at the end; after it, `execute` rejects.
    */
-  close(options = {}) {
+  close(options) {
     this.#closing ??= this.#close(options)
     return this.#closing
   }
 
-  async #close({ timeoutMs = CLOSE_TIMEOUT_MS }) {
+  async #close(options) {
     this.#closed = true
+    const timeoutMs = options?.timeoutMs ?? CLOSE_TIMEOUT_MS
     for (const turn of this.#turns.values()) turn.abortReason = new DOMException('The tool executor was closed', 'AbortError')
     this.#sendSettled()
     const unstarted = [...this.#notStarted.keys()]
@@ -231,7 +232,7 @@ class ToolExecutor {
       })
       this.#onIdle = null
     }
-    this.#engine.removeArtifacts()
+    this.#guard(() => this.#engine.removeArtifacts())
     this.#observers?.auditSink?.close()
     const stillRunning = this.pendingHandlers()
     // Handlers that never settle are the application's to find in `stillRunning`; the executor lets them go.
@@ -243,46 +244,66 @@ class ToolExecutor {
    * Runs one turn of tool calls. Resolves to one ToolResult per call, in input order; rejects only for
    * programmer errors (calls not an array, a malformed context or signal).
    */
-  execute(calls, options = {}) {
-    const { signal, context, onProgress, ...turnOptions } = options ?? {}
-    let step
+  execute(calls, options) {
+    let step, turn, list, signal, context, onProgress
     try {
       if (this.#closed) throw new TypeError('execute(calls): this ToolExecutor is closed')
       if (!Array.isArray(calls)) throw new TypeError(`execute(calls): calls must be an array of tool calls, got ${typeof calls}`)
+      let turnOptions
+      ;({ signal, context, onProgress, ...turnOptions } = options ?? {})
       if (onProgress !== undefined && typeof onProgress !== 'function') throw new TypeError('execute(calls, { onProgress }): onProgress must be a function')
       const turnJson = JSON.stringify(pick(turnOptions, TURN_OPTIONS, 'execute options'))
-      if (signal != null && !(typeof signal.aborted === 'boolean' && typeof signal.addEventListener === 'function')) {
+      if (signal != null && !(typeof signal.aborted === 'boolean' && typeof signal.addEventListener === 'function' && typeof signal.removeEventListener === 'function')) {
         throw new TypeError('execute(calls, { signal }): signal must be an AbortSignal')
       }
+      // The turn's own copy: the caller may change the array while it runs, and a hole in it is a call too.
+      list = Array.from(calls)
       const cancelled = signal?.aborted ? abortReasonText(signal.reason) : undefined
       const policy = policyJson(context)
-      const json = serializeCalls(calls)
-      try {
-        step = JSON.parse(programmerError(() => this.#engine.begin(json, policy, turnJson, cancelled)))
-      } catch (err) {
-        if (err instanceof TypeError) throw err
-        return Promise.resolve(internalFailures(calls, textOf(err)))
-      }
-    } catch (err) {
-      return Promise.reject(err)
-    }
-    return new Promise((resolve) => {
-      // `sent`: the text each call's handler settled with, which the engine does not send back when it is the output.
-      const turn = { id: step.turn, resolve, context, signal, onProgress, onAbort: null, abortReason: undefined, calls, span: undefined, sent: [] }
-      const otel = this.#observers?.otel
-      if (otel) turn.span = observe.startTurnSpan(otel, this.#observers.tracer, calls.length)
+      const json = serializeCalls(list)
+      // Listening before the engine begins the turn: a signal that cannot be listened to rejects, beginning nothing.
+      let onAbort = null
       if (signal && !signal.aborted) {
-        turn.onAbort = () => {
+        onAbort = () => {
+          if (turn === undefined || !this.#turns.has(turn.id)) return
           this.#sendSettled() // a handler that settled before the abort keeps its result
           turn.abortReason = signal.reason
           this.#drive(() => this.#engine.cancel(turn.id, abortReasonText(signal.reason), this.#takeUnstarted(turn.id)))
         }
-        signal.addEventListener('abort', turn.onAbort, { once: true })
+        signal.addEventListener('abort', onAbort, { once: true })
       }
+      try {
+        step = JSON.parse(programmerError(() => this.#engine.begin(json, policy, turnJson, cancelled)))
+      } catch (err) {
+        if (onAbort) unlisten(signal, onAbort)
+        if (err instanceof TypeError) throw err
+        return Promise.resolve(internalFailures(list, textOf(err)))
+      }
+      // `sent`: the text each call's handler settled with, which the engine does not send back when it is the output.
+      turn = { id: step.turn, resolve: undefined, context, signal, onProgress, onAbort, abortReason: undefined, calls: list, span: undefined, sent: [] }
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return new Promise((resolve) => {
+      turn.resolve = resolve
+      const otel = this.#observers?.otel
+      if (otel) turn.span = observe.startTurnSpan(otel, this.#observers.tracer, list.length)
       this.#turns.set(turn.id, turn)
-      if (this.#turns.size === 1) live.set(this.#engine.id, () => this.#drive(() => this.#engine.expire()))
+      live.set(this.#engine.id, this.#wakeDriver)
       this.#guard(() => this.#applyStep(step))
     })
+  }
+
+  /** What the engine's wake-up runs: its deadlines and off-thread work taken in. The executor stays reachable from
+   * `live` while its engine holds Node's event loop open (an open turn, an armed deadline, a value being shaped),
+   * so that no wake-up finds nobody. */
+  #wakeDriver = () => {
+    this.#drive(() => this.#engine.expire())
+    this.#releaseIfIdle()
+  }
+
+  #releaseIfIdle() {
+    if (this.#turns.size === 0 && this.#crossing.size === 0 && !this.#engine.holding) live.delete(this.#engine.id)
   }
 
   /** An engine call of the turn machinery, and the step it answers applied. */
@@ -306,41 +327,48 @@ class ToolExecutor {
 
   #engineFailed(bug) {
     warn('the engine failed, so every open turn ends with an error result for each call', bug)
+    // All the bookkeeping first, then the application's code (abort listeners, the turns' continuations), which
+    // may start new turns: those are not this failure's.
     const turns = [...this.#turns.values()]
     this.#turns.clear()
-    live.delete(this.#engine.id)
-    this.#notStarted.clear()
-    this.#settled = { runs: [], kinds: [], payloads: [] }
-    for (const [run, call] of this.#runs) {
-      this.#abandoned.set(run, call)
-      call.endedBy = 'cancelled'
-      call.endedAt = Date.now()
-      call.abort('cancelled', new DOMException('The tool call was cancelled: toolgate failed', 'AbortError'))
-      call.release()
-    }
+    const runs = [...this.#runs]
     this.#runs.clear()
-    for (const turn of turns) {
-      if (turn.onAbort) turn.signal.removeEventListener('abort', turn.onAbort)
-      turn.resolve(internalFailures(turn.calls, bug))
-    }
-    // The engine, if it still answers, forgets those turns and their deadlines, which would keep the process up.
+    const settled = new Set(this.#settled.runs)
+    this.#settled = { runs: [], kinds: [], payloads: [] }
+    this.#notStarted.clear()
+    // The engine, if it still answers, forgets those turns and their deadlines, which would keep the process up;
+    // the stage sequences it sends with them keep the two tables in step.
     try {
       const wire = this.#engine.cancelAll('toolgate failed', [])
-      for (const turnId of wire === '' ? [] : JSON.parse(wire).done ?? []) this.#engine.finish(turnId)
+      for (const turnId of wire === '' ? [] : JSON.parse(wire).done ?? []) readResults(this.#engine.finish(turnId), [], this.#stages)
     } catch {
       // It does not: nothing more to do for it.
     }
-    if (this.#abandoned.size === 0) this.#onIdle?.()
+    for (const [run, call] of runs) {
+      // A handler that settled already (its settlement was waiting to cross) is not left running.
+      if (!settled.has(run)) {
+        this.#abandoned.set(run, call)
+        call.endedBy = 'cancelled'
+        call.endedAt = Date.now()
+        call.abort('cancelled', new DOMException('The tool call was cancelled: toolgate failed', 'AbortError'))
+      }
+      call.release()
+    }
+    for (const turn of turns) {
+      if (turn.onAbort) unlisten(turn.signal, turn.onAbort)
+      turn.resolve(internalFailures(turn.calls, bug))
+    }
+    this.#releaseIfIdle()
+    if (this.#abandoned.size === 0 && this.#turns.size === 0) this.#onIdle?.()
   }
 
   #applyStep(step) {
+    // Runs handed out are known before any application code runs (an abort listener may cancel the turn).
+    if (step.start) for (const [run, turnId] of step.start) this.#notStarted.set(run, turnId)
     if (step.late) for (const late of step.late) this.#overdue(late)
     if (step.host) for (const request of step.host) this.#askHost(request)
     if (step.abort) for (const run of step.abort) this.#abort(run)
-    if (step.start) {
-      for (const [run, turnId] of step.start) this.#notStarted.set(run, turnId)
-      for (const start of step.start) this.#start(start)
-    }
+    if (step.start) for (const start of step.start) this.#start(start)
     if (step.done) for (const turnId of step.done) this.#finish(turnId)
   }
 
@@ -364,7 +392,15 @@ class ToolExecutor {
       .then((answer) => JSON.stringify(answer))
       // An answer that cannot be passed on (edited arguments holding a BigInt, say) denies the call.
       .catch((err) => JSON.stringify({ error: `its answer could not be read (${describeProblem(err)})` }))
-      .then((json) => this.#drive(() => this.#engine.answer(ticket, json)))
+      .then((json) => this.#drive(() => {
+        try {
+          return this.#engine.answer(ticket, json)
+        } catch (err) {
+          // One the engine cannot read (edited arguments nested too deeply, say) denies the call, as above.
+          if (err?.code !== 'InvalidArg') throw err
+          return this.#engine.answer(ticket, JSON.stringify({ error: `its answer could not be read (${describeProblem(err)})` }))
+        }
+      }))
   }
 
   /** The turn's runs handed out but not started, which now never will be. */
@@ -410,6 +446,8 @@ class ToolExecutor {
     }
     // Never throws: whatever a value's getters, toJSON or proxy traps do, it is described.
     let [kind, payload] = describe(value)
+    // rollbackWhen and the value's own code (toJSON, getters) may have cancelled the turn or closed the executor.
+    if (this.#runs.get(run) !== call) return this.#lateSettlement(run, describe === describeReturn ? 'resolved' : 'rejected')
     if (typeof payload === 'string' && payload.length < LARGE_CHARS) {
       // Kept as the engine will read it (a lone surrogate becomes U+FFFD): an output equal to it is not sent back.
       if (!payload.isWellFormed()) payload = payload.toWellFormed()
@@ -423,6 +461,7 @@ class ToolExecutor {
       return
     }
     this.#sendSettled() // settlements cross in the order they came
+    if (this.#runs.get(run) !== call) return this.#lateSettlement(run, kind === 'thrown' ? 'rejected' : 'resolved')
     this.#runs.delete(run)
     this.#crossing.set(run, call)
     if (typeof payload === 'string') return this.#sendInSlices(run, kind, payload, 0)
@@ -457,6 +496,7 @@ class ToolExecutor {
   #crossed(run) {
     this.#crossing.get(run)?.release()
     this.#crossing.delete(run)
+    this.#releaseIfIdle()
   }
 
   /** A large string crosses a slice per turn of the event loop; no slice ends inside a surrogate pair. */
@@ -556,10 +596,11 @@ class ToolExecutor {
   #finish(turnId) {
     const turn = this.#turns.get(turnId)
     if (turn === undefined) return
-    this.#turns.delete(turnId)
-    if (this.#turns.size === 0) live.delete(this.#engine.id)
-    if (turn.onAbort) turn.signal.removeEventListener('abort', turn.onAbort)
+    // Read while the turn is still open: should reading fail, the guard finds it and answers it.
     const results = readResults(this.#engine.finish(turnId), turn.sent, this.#stages)
+    this.#turns.delete(turnId)
+    this.#releaseIfIdle()
+    if (turn.onAbort) unlisten(turn.signal, turn.onAbort)
     if (this.#observers) {
       try {
         this.#report(turn, results)
@@ -644,6 +685,8 @@ class RunningCall {
   release() {
     this.turn = undefined
     this.args = undefined
+    // The signal's listeners (and what they hold) go too; a signal asked for later is made aborted.
+    this.controller = undefined
   }
 }
 
@@ -669,6 +712,15 @@ const TIMEOUT_MESSAGES = {
   timeout: 'The tool call exceeded its time limit',
   idle_timeout: 'The tool call reported no progress within its idle limit',
   cancelled: 'The tool call was cancelled',
+}
+
+/** Stops listening to a turn's signal; a signal-like object that fails at it costs nothing more. */
+function unlisten(signal, onAbort) {
+  try {
+    signal.removeEventListener('abort', onAbort)
+  } catch {
+    // Its listener stays; it checks that its turn is still open before doing anything.
+  }
 }
 
 /** Sweeps the engine's artifacts past their TTL now and then, without keeping the process or the engine alive. */

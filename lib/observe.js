@@ -99,6 +99,8 @@ class JsonlSink {
     this.keep = keep
     this.fd = undefined
     this.size = 0
+    /** Set by close(): a record that comes later (a turn that ended after the executor closed) is not written. */
+    this.closed = false
   }
 
   #open() {
@@ -128,6 +130,7 @@ class JsonlSink {
   }
 
   write(record) {
+    if (this.closed) return
     const line = Buffer.from(`${JSON.stringify(record)}\n`)
     if (this.fd === undefined) this.#open()
     if (this.size > 0 && this.size + line.length > this.maxBytes) this.#rotate()
@@ -144,6 +147,9 @@ class JsonlSink {
 
   #rotate() {
     fs.closeSync(this.fd)
+    // Closed now: should a rename below fail, the next write opens the file again rather than use a number the
+    // process may have handed to someone else.
+    this.fd = undefined
     for (let i = this.keep; i >= 1; i--) {
       const from = i === 1 ? this.file : `${this.file}.${i - 1}`
       if (fs.existsSync(from)) {
@@ -156,6 +162,7 @@ class JsonlSink {
   }
 
   close() {
+    this.closed = true
     if (this.fd !== undefined) fs.closeSync(this.fd)
     this.fd = undefined
   }

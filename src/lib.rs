@@ -280,6 +280,12 @@ impl Engine {
         self.inner.running() as u32
     }
 
+    /// Whether the engine holds Node's event loop open now: a deadline armed, or a value shaped on another thread.
+    #[napi(getter, catch_unwind)]
+    pub fn holding(&self) -> bool {
+        self.holding
+    }
+
     fn reply(&mut self, env: &Env, step: Step) -> Result<String> {
         self.keep_alive(env)?;
         Ok(step.to_wire())
