@@ -81,14 +81,26 @@ pub fn clip(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
 }
 
 /// `text` in double quotes, escaped (a quote or a line break in it cannot end the quote), as a message quotes a
-/// name, key or pattern it was sent: at most `QUOTED_CHARS` characters, and what is left out counted
-/// (`"aaa…" (399900 more characters)`), so that a long name cannot make a long message.
+/// name, key or pattern it was sent: at most `QUOTED_CHARS` characters between the quotes, escapes counted, and
+/// what is left out counted (`"aaa…" (399900 more characters)`), so that a long name cannot make a long message.
 pub fn quote(text: &str) -> String {
-    let cut = byte_at(text, QUOTED_CHARS);
-    if cut == text.len() {
-        return format!("{text:?}");
+    let mut quoted = String::from("\"");
+    let mut shown = 0;
+    for (at, c) in text.char_indices() {
+        let escaped: String = match c {
+            '\'' => c.to_string(), // `escape_debug` escapes it; inside double quotes it need not be
+            _ => c.escape_debug().collect(),
+        };
+        let width = escaped.chars().count();
+        if shown + width > QUOTED_CHARS {
+            quoted.push_str(&format!("…\" ({} more characters)", char_count(&text[at..])));
+            return quoted;
+        }
+        shown += width;
+        quoted.push_str(&escaped);
     }
-    format!("{:?} ({} more characters)", format!("{}…", &text[..cut]), char_count(&text[cut..]))
+    quoted.push('"');
+    quoted
 }
 
 /// Items joined with ", ", at most `max` of them, then how many more there are.
@@ -193,6 +205,9 @@ pub(crate) mod tests {
         assert_eq!(quote("a\"b\nc"), "\"a\\\"b\\nc\"", "escaped: the quote cannot end early");
         let long = "é".repeat(QUOTED_CHARS + 5);
         assert_eq!(quote(&long), format!("\"{}…\" (5 more characters)", "é".repeat(QUOTED_CHARS)));
+        let controls = "\u{1b}".repeat(QUOTED_CHARS);
+        assert!(char_count(&quote(&controls)) <= QUOTED_CHARS + 30, "escapes count against the bound: {}", quote(&controls));
+        assert_eq!(quote("it's"), "\"it's\"");
         assert_eq!(list(["a", "b", "c"], 2), "a, b and 1 more");
         assert_eq!(list(["a", "b"], 2), "a, b");
         assert_eq!(clip("abcdef", 3), "abc…");
