@@ -82,4 +82,14 @@ describe('secrets outside the usual places', () => {
     assert.deepEqual(fs.readFileSync(image.metadata.artifactPath), png, 'an image is not cut into')
     assert.equal(image.metadata.redactions, undefined)
   })
+
+  it('redacts a token whole before a long name or key quoting it is cut short', async () => {
+    const { gate, everything } = observed([{ name: 'strict', parameters: { type: 'object', properties: { q: { type: 'string' } }, additionalProperties: false } }])
+    // Past 80 characters: the quote's cut falls inside the token.
+    const results = await gate.execute([{ name: `${'a'.repeat(70)}-${TOKEN}` }, { name: 'strict', input: { [`${'k'.repeat(70)}-${TOKEN}`]: 1 } }])
+    assertFailure(results[0], 'unknown_tool', '[REDACTED:github-token]')
+    assertFailure(results[1], 'invalid_arguments', '[REDACTED:github-token]')
+    const all = await everything(results)
+    assert.ok(!all.includes(TOKEN.slice(4, 20)), 'no part of the token is left')
+  })
 })

@@ -79,11 +79,27 @@ fn read_call(item: &RawValue) -> IncomingCall {
         let value: Value = json::from_str_mended(item.get()).map_or(Value::Null, |(v, _)| v);
         return unreadable(format!("a tool call must be an object, got {}", type_name(&value)));
     }
-    let call: WireCall = match serde_json::from_str(item.get()) {
-        Ok(call) => call,
-        Err(e) => return unreadable(format!("a tool call could not be read ({e})")),
+    // Half a surrogate pair in a field's name refuses the whole object to serde_json: read as U+FFFD, as in values.
+    match wire_call(item.get()) {
+        Ok(call) => from_wire(call),
+        Err(e) => match json::mend_lone_surrogates(item.get()) {
+            Some((mended, _)) => wire_call(&mended).map_or_else(|e| unreadable(format!("a tool call could not be read ({e})")), from_wire),
+            None => unreadable(format!("a tool call could not be read ({e})")),
+        },
+    }
+}
+
+/// A call's own fields and those of its `function` object (Chat Completions), both read.
+fn wire_call(text: &str) -> Result<(WireCall<'_>, WireCall<'_>), serde_json::Error> {
+    let call: WireCall = serde_json::from_str(text)?;
+    let function = match call.function.filter(|f| f.get().starts_with('{')) {
+        Some(f) => serde_json::from_str(f.get())?,
+        None => WireCall::default(),
     };
-    let function: WireCall = call.function.filter(|f| f.get().starts_with('{')).and_then(|f| serde_json::from_str(f.get()).ok()).unwrap_or_default();
+    Ok((call, function))
+}
+
+fn from_wire((call, function): (WireCall<'_>, WireCall<'_>)) -> IncomingCall {
     let id = own_or_nested([call.call_id, call.tool_call_id, call.id], [function.call_id, function.tool_call_id, function.id]).into_iter().find_map(non_empty_string).unwrap_or_else(new_call_id);
     let name = own_or_nested([call.name, call.tool_name, None], [function.name, function.tool_name, None]).into_iter().find_map(non_empty_string).unwrap_or_default();
     let unreadable_why = call.unserializable.or(function.unserializable).map(|v| match json::from_str_mended::<Value>(v.get()) {
@@ -188,6 +204,14 @@ mod tests {
         let text = one(r#"{"name":"s","arguments":"{\"q\":\"Zo\ud83d\"}"}"#);
         assert_eq!((text.args, text.lone_surrogates), (RawArgs::Text("{\"q\":\"Zo\u{fffd}\"}".into()), 1));
         assert_eq!(one(r#"{"name":"s\udc00"}"#).name, "s\u{fffd}", "a name is read the same way");
+    }
+
+    #[test]
+    fn half_a_surrogate_pair_in_a_field_name_costs_the_call_nothing() {
+        let own = one(r#"{"id":"c1","name":"s","input":{"q":1},"x\ud83d":1}"#);
+        assert_eq!((own.id.as_str(), own.name.as_str(), own.unreadable.is_none()), ("c1", "s", true));
+        let nested = one(r#"{"id":"c2","function":{"name":"s","arguments":"{}","y\udc00":2}}"#);
+        assert_eq!((nested.name.as_str(), nested.args), ("s", RawArgs::Text("{}".into())));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! that says which handlers to start, which to abort and which turns are done. Stations are called here in
 //! pipeline order.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -24,7 +25,7 @@ use crate::permission::{self, Decision, Permissions, Policy};
 use crate::ratelimit::{self, RateLimit};
 use crate::registry::{DefinitionFormat, Registry, Tool};
 use crate::repair;
-use crate::result::{failure_output, AttemptError, ErrorKind, PermissionNote, Repair, Rollback, StageTable, StationMark, ToolResult};
+use crate::result::{failure_output, AttemptError, ErrorKind, PermissionNote, Redactions, Repair, Rollback, StageTable, StationMark, ToolResult};
 use crate::scheduler::Schedule;
 use crate::shape::Shaper;
 use crate::store::{Bucket, MemoryLimits, MemoryStore, Store, Take};
@@ -578,9 +579,18 @@ impl Engine {
             panic!("a bug on purpose");
         }
         let mut slot = Slot::new(call.id.clone());
+        // What a refusal quotes of the model's text (a name, keys) is redacted whole before it is cut; what that
+        // found is counted on the refusal.
+        let found = RefCell::new(Redactions::new());
+        let redact = |text: &str| self.shaper.redact_counting(text, &mut found.borrow_mut());
         let refuse = |slot: &mut Slot, station: &'static str, name: &str, kind: ErrorKind, error: String| {
             slot.marks.push(mark(station, kind.as_str()));
-            slot.result = Some(ToolResult::failure(slot.id.clone(), name.to_string(), kind, error, false));
+            let mut result = ToolResult::failure(slot.id.clone(), name.to_string(), kind, error, false);
+            let found = found.take();
+            if !found.is_empty() {
+                result.metadata.redactions = Some(found);
+            }
+            slot.result = Some(result);
         };
         if let Some(why) = call.unreadable.take() {
             let error = format!("The tool call could not be read: {why}.");
@@ -588,7 +598,7 @@ impl Engine {
             return (slot, None);
         }
         let repair = &self.options.repair;
-        let tool = match lookup::lookup(&self.registry, policy, &call.name) {
+        let tool = match lookup::lookup(&self.registry, policy, &call.name, redact) {
             Ok(tool) => {
                 slot.marks.push(mark("lookup", "found"));
                 tool
@@ -601,7 +611,7 @@ impl Engine {
                 }
                 None => {
                     // The name is the model's, not a tool's: cut short and redacted, like the error that quotes it.
-                    let shown = self.shaper.redact_text(&clip(&call.name, QUOTED_CHARS));
+                    let shown = clip(&self.shaper.redact_text(&call.name), QUOTED_CHARS).into_owned();
                     refuse(&mut slot, "lookup", &shown, ErrorKind::UnknownTool, error);
                     return (slot, None);
                 }
@@ -640,7 +650,7 @@ impl Engine {
                 args = fixed;
             } else {
                 // A repair that still fails: the original error stands (the parser's, for mended text).
-                match (parsed.parser_error, validate::validate(&tool, &args)) {
+                match (parsed.parser_error, validate::validate(&tool, &args, &redact)) {
                     (Some(error), _) => refuse(&mut slot, "parse", &name, ErrorKind::InvalidArguments, format!("Tool \"{name}\": {error}")),
                     (None, Err(error)) => refuse(&mut slot, "validate", &name, ErrorKind::InvalidArguments, error),
                     // The validator's two answers disagree: still refused, not run.
@@ -809,7 +819,7 @@ impl Engine {
                     }
                     None => match answer.arguments {
                         // Edited arguments meet everything the model's did: the schema, the checks, the deny rules.
-                        Some(edited) => match edited_problem(&tool, &edited, &turn.policy) {
+                        Some(edited) => match edited_problem(&tool, &edited, &turn.policy, &self.shaper) {
                             None => {
                                 slot.marks.push(mark("approval", "edited"));
                                 turn.args.insert(index, edited);
@@ -1850,6 +1860,7 @@ impl Shaping {
             max_output_chars: self.tool.max_output_chars,
             readers: self.readers,
             owner: self.owner.as_deref(),
+            untrusted: self.tool.spec.untrusted,
         };
         // Judged on the whole output, before shape cuts it (a prefix or an empty list may not survive the cut).
         let reason = (!self.tool.judge.is_empty() && result.success).then(|| self.verdict.or_else(|| judge::judge(&self.tool.judge, &result)));
@@ -1895,8 +1906,8 @@ enum TurnEnd<'a> {
 }
 
 /// Why arguments edited at approval cannot run: the schema, the tool's checks or a deny rule refuses them.
-fn edited_problem(tool: &Tool, edited: &Value, policy: &Policy) -> Option<(ErrorKind, String)> {
-    if let Err(error) = validate::validate(tool, edited) {
+fn edited_problem(tool: &Tool, edited: &Value, policy: &Policy, shaper: &Shaper) -> Option<(ErrorKind, String)> {
+    if let Err(error) = validate::validate(tool, edited, &|text| shaper.redact_text(text)) {
         return Some((ErrorKind::InvalidArguments, error));
     }
     if let Err(problem) = checks::run(&tool.checks, edited) {

@@ -9,12 +9,13 @@ use crate::text::{edit_distance_within, fold, list, quote};
 /// The most tool names an unknown-tool error lists (the provider was sent the whole list with the definitions).
 const LISTED_TOOLS: usize = 50;
 
-pub fn lookup(registry: &Registry, policy: &Policy, name: &str) -> Result<Arc<Tool>, String> {
+/// `redact`: the called name as the error may quote it (redacted whole before it is cut).
+pub fn lookup(registry: &Registry, policy: &Policy, name: &str, redact: impl Fn(&str) -> String) -> Result<Arc<Tool>, String> {
     if let Some(tool) = registry.get(name) {
         return Ok(tool.clone());
     }
     let visible: Vec<&str> = registry.iter().filter(|t| policy.visible(t)).map(|t| t.spec.name.as_str()).collect();
-    let called = if name.is_empty() { "The call names no tool.".to_string() } else { format!("There is no tool named {}.", quote(name)) };
+    let called = if name.is_empty() { "The call names no tool.".to_string() } else { format!("There is no tool named {}.", quote(&redact(name))) };
     if visible.is_empty() {
         return Err(format!("{called} No tools are available here; answer without calling a tool."));
     }

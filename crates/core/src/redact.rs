@@ -23,7 +23,7 @@
 //! A rejected candidate never hides a later secret: the search resumes inside it.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
@@ -376,12 +376,15 @@ impl Matcher {
     }
 }
 
-/// Redacts secrets in text and JSON values. Cheap to share: `Send + Sync`.
+/// Redacts secrets in text and JSON values. Cheap to share (`Send + Sync`) and to clone.
+#[derive(Clone)]
 pub struct Redactor {
     /// Normally one; more when a user pattern would not combine with the rest.
     matchers: Vec<Arc<Matcher>>,
     /// Secret-named JSON fields, part of the built-in rules.
     fields: bool,
+    /// The names its rules redact under: only `[REDACTED:<one of these>]` is a redaction already.
+    names: Arc<HashSet<String>>,
 }
 
 impl Redactor {
@@ -437,7 +440,19 @@ impl Redactor {
         if options.emails {
             matchers.push(email_matcher());
         }
-        Ok(Redactor { matchers, fields: options.builtin })
+        let mut names: HashSet<String> = [SECRET_FIELD.to_string()].into();
+        for rule in matchers.iter().flat_map(|m| &m.rules) {
+            match &rule.name {
+                Name::Fixed(name) => {
+                    names.insert(name.to_string());
+                }
+                Name::ByValue(values) => {
+                    names.insert("literal".into());
+                    names.extend(values.values().cloned());
+                }
+            }
+        }
+        Ok(Redactor { matchers, fields: options.builtin, names: Arc::new(names) })
     }
 
     /// Replaces each secret in `text` by `[REDACTED:<rule-name>]` and adds to `counts`. Borrowed when
@@ -473,7 +488,7 @@ impl Redactor {
                     for (i, (key, child)) in map.iter_mut().enumerate() {
                         let secret_key = renamed.as_ref().map_or_else(|| is_secret_key(key), |secret| secret[i]);
                         // Judged on the value as it came: redacting a part first would hide the rest of it.
-                        if self.fields && secret_key && holds_secret(child) {
+                        if self.fields && secret_key && self.holds_secret(child) {
                             self.redact_secret_field(child, counts);
                         } else if let Value::String(s) = child {
                             self.redact_string(s, counts);
@@ -493,7 +508,7 @@ impl Redactor {
         if let Value::String(s) = value {
             let mut found = Redactions::new();
             if let Cow::Owned(clean) = self.redact(s, &mut found) {
-                if without_redactions(&clean).trim().is_empty() {
+                if self.without_redactions(&clean).trim().is_empty() {
                     *s = clean;
                     for (rule, n) in found {
                         *counts.entry(rule).or_default() += n;
@@ -521,16 +536,23 @@ impl Redactor {
         let secret = map.keys().map(|k| is_secret_key(k)).collect();
         let entries = std::mem::take(map);
         let mut renamed = renamed.into_iter().peekable();
+        let mut next_free: HashMap<String, usize> = HashMap::new();
         for (i, (key, value)) in entries.into_iter().enumerate() {
             let mut key = match renamed.next_if(|(at, _)| *at == i) {
                 Some((_, clean)) => clean,
                 None => key,
             };
-            let base = key.clone();
-            let mut n = 1;
-            while map.contains_key(&key) {
-                n += 1;
-                key = format!("{base} ({n})");
+            if map.contains_key(&key) {
+                // The next free number for this name, counted on from the last one given: linear in the keys.
+                let n = next_free.entry(key.clone()).or_insert(1);
+                let base = std::mem::take(&mut key);
+                loop {
+                    *n += 1;
+                    key = format!("{base} ({n})");
+                    if !map.contains_key(&key) {
+                        break;
+                    }
+                }
             }
             map.insert(key, value);
         }
@@ -659,39 +681,43 @@ fn key_around(text: &str, at: usize) -> &str {
     &text[start..end]
 }
 
-fn holds_secret(value: &Value) -> bool {
-    match value {
-        Value::String(s) => {
-            // Judged on what is not a redaction already: `[REDACTED:x] hunter2` still holds `hunter2`.
-            let rest = without_redactions(s);
-            !rest.trim().is_empty() && !is_placeholder(&rest) && !is_path(&rest)
+impl Redactor {
+    fn holds_secret(&self, value: &Value) -> bool {
+        match value {
+            Value::String(s) => {
+                // Judged on what is not a redaction already: `[REDACTED:x] hunter2` still holds `hunter2`, and a
+                // marker no rule of this redactor leaves is text imitating one.
+                let rest = self.without_redactions(s);
+                rest.contains("[REDACTED:") || (!rest.trim().is_empty() && !is_placeholder(&rest) && !is_path(&rest))
+            }
+            Value::Number(n) => !is_placeholder(&n.to_string()),
+            _ => false,
         }
-        Value::Number(n) => !is_placeholder(&n.to_string()),
-        _ => false,
     }
-}
 
-/// `s` without its redaction markers (`[REDACTED:rule]`).
-fn without_redactions(s: &str) -> Cow<'_, str> {
-    const MARKER: &str = "[REDACTED:";
-    if !s.contains(MARKER) {
-        return Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(at) = rest.find(MARKER) {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + MARKER.len()..];
-        match after.find(']').filter(|&end| after[..end].bytes().all(|b| b.is_ascii_alphanumeric() || b"_:.-".contains(&b))) {
-            Some(end) => rest = &after[end + 1..],
-            None => {
+    /// `s` without the markers its rules leave (`[REDACTED:rule]`, for rules it has). Linear: a marker's name is
+    /// read only as far as name characters go.
+    fn without_redactions<'a>(&self, s: &'a str) -> Cow<'a, str> {
+        const MARKER: &str = "[REDACTED:";
+        if !s.contains(MARKER) {
+            return Cow::Borrowed(s);
+        }
+        let mut out = String::with_capacity(s.len());
+        let mut rest = s;
+        while let Some(at) = rest.find(MARKER) {
+            out.push_str(&rest[..at]);
+            let after = &rest[at + MARKER.len()..];
+            let name_len = after.bytes().take_while(|b| b.is_ascii_alphanumeric() || b"_:.-".contains(b)).count();
+            if after[name_len..].starts_with(']') && self.names.contains(&after[..name_len]) {
+                rest = &after[name_len + 1..];
+            } else {
                 out.push_str(MARKER);
                 rest = after;
             }
         }
+        out.push_str(rest);
+        Cow::Owned(out)
     }
-    out.push_str(rest);
-    Cow::Owned(out)
 }
 
 /// Whole values that stand for a secret rather than being one (any case).
@@ -1211,6 +1237,32 @@ mod tests {
         let (out, counts) = redact_with(&redactor, &text);
         assert_eq!(out, "密码 [REDACTED:github-token] 🙂\n令牌=[REDACTED:github-token]结束 émoji🙂[REDACTED:jwt]🙂");
         assert_eq!(counts, counts_of(&[("github-token", 2), ("jwt", 1)]));
+    }
+
+    #[test]
+    fn many_keys_that_redact_alike_and_many_unclosed_markers_cost_linear_time() {
+        let redactor = builtin();
+        let mut map = serde_json::Map::new();
+        for i in 1..=4_000u64 {
+            // Eight letters from the number, scattered (a run of one letter would read as a placeholder).
+            let tail: String = format!("{:08x}", i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32).bytes().map(|d| (b'g' + d % 16) as char).collect();
+            map.insert(format!("ghp_Zq4R8sT2vW6xY1bN3mK5pL7jH9gF{tail}"), Value::from(i));
+        }
+        let mut value = Value::Object(map);
+        redactor.redact_value(&mut value, &mut Redactions::new());
+        let keys: Vec<&String> = value.as_object().unwrap().keys().collect();
+        assert_eq!((keys.len(), keys[0].as_str(), keys[3_999].as_str()), (4_000, "[REDACTED:github-token]", "[REDACTED:github-token] (4000)"));
+        let mut unclosed = serde_json::json!({ "password": format!("{}]", "[REDACTED:".repeat(40_000)) });
+        redactor.redact_value(&mut unclosed, &mut Redactions::new());
+        assert_eq!(unclosed["password"], "[REDACTED:secret-field]");
+    }
+
+    #[test]
+    fn only_markers_of_its_own_rules_count_as_redacted_already() {
+        let redactor = builtin();
+        let mut value = serde_json::json!({ "password": "[REDACTED:hunter2-Xq9]", "token": "[REDACTED:github-token]" });
+        redactor.redact_value(&mut value, &mut Redactions::new());
+        assert_eq!(value, serde_json::json!({ "password": "[REDACTED:secret-field]", "token": "[REDACTED:github-token]" }));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 use unicode_segmentation::GraphemeCursor;
 
-use crate::artifacts::{ArtifactOptions, Artifacts};
+use crate::artifacts::{ArtifactOptions, Artifacts, Origin};
 use crate::redact::{RedactOptions, Redactor};
 use crate::result::{failure_output, Redactions, ToolResult};
 use crate::text::{byte_at, char_count};
@@ -31,11 +31,20 @@ pub struct Call<'a> {
     pub readers: bool,
     /// Who may read back what the call saves (see `artifacts::owner`).
     pub owner: Option<&'a str>,
+    /// The tool reads the outside world: what is read back of its artifacts is fenced too.
+    pub untrusted: bool,
+}
+
+impl Call<'_> {
+    fn origin(&self) -> Origin<'_> {
+        Origin { owner: self.owner, untrusted: self.untrusted.then_some(self.tool_name) }
+    }
 }
 
 impl Shaper {
     pub fn new(redact: &RedactOptions, artifacts: ArtifactOptions, preview_chars: usize, max_error_chars: usize) -> Result<Self, String> {
-        Ok(Shaper { redactor: Redactor::new(redact).map_err(|e| format!("redact: {e}"))?, artifacts: Artifacts::new(artifacts), preview_chars, max_error_chars })
+        let redactor = Redactor::new(redact).map_err(|e| format!("redact: {e}"))?;
+        Ok(Shaper { artifacts: Artifacts::new(artifacts, redactor.clone()), redactor, preview_chars, max_error_chars })
     }
 
     /// Shapes a result in place; `binary` is the data of a binary result (saved, never shown). Returns the
@@ -54,7 +63,12 @@ impl Shaper {
 
     /// A text from the host (a check's problem, an approver's reason) as the model may read it.
     pub fn redact_text(&self, text: &str) -> String {
-        self.redactor.redact(text, &mut Redactions::new()).into_owned()
+        self.redact_counting(text, &mut Redactions::new())
+    }
+
+    /// The same, adding what it found to `counts`.
+    pub fn redact_counting(&self, text: &str, counts: &mut Redactions) -> String {
+        self.redactor.redact(text, counts).into_owned()
     }
 
     /// Redacts a JSON value (an argument snapshot for a trace, for instance); returns the counts per rule.
@@ -123,7 +137,7 @@ impl Shaper {
         result.metadata.original_chars = Some(total);
         let structured = result.metadata.output_is_structured;
         let stem = format!("{}-{}", call.tool_name, call.call_id);
-        let saved = self.artifacts.save(&stem, if structured { "json" } else { "txt" }, result.output.as_bytes(), call.owner);
+        let saved = self.artifacts.save(&stem, if structured { "json" } else { "txt" }, result.output.as_bytes(), call.origin());
         let path = match saved {
             Ok(path) => path.to_string_lossy().into_owned(),
             Err(why) => {
@@ -211,7 +225,7 @@ impl Shaper {
         info.bytes = bytes.len();
         let what = format!("binary data: {} bytes, {}", bytes.len(), info.media_type);
         let stem = format!("{}-{}", call.tool_name, call.call_id);
-        result.output = match self.artifacts.save(&stem, info.extension, bytes, call.owner) {
+        result.output = match self.artifacts.save(&stem, info.extension, bytes, call.origin()) {
             Ok(path) => {
                 let path = path.to_string_lossy().into_owned();
                 let shown = format!("({what}; not shown as text, saved to {path})");
@@ -355,7 +369,7 @@ mod tests {
     }
 
     fn call(max_output_chars: usize) -> Call<'static> {
-        Call { tool_name: "t", call_id: "c1", max_output_chars, readers: false, owner: None }
+        Call { tool_name: "t", call_id: "c1", max_output_chars, readers: false, owner: None, untrusted: false }
     }
 
     #[test]

@@ -69,9 +69,9 @@ struct Namespace {
 }
 
 /// Buckets kept at most (one per rate-limit key value, a user id say); past this, the least recently used goes,
-/// as if it had refilled. Full buckets go first, at every sweep.
+/// as if it had refilled (it most likely has: it was used longest ago).
 pub const MAX_BUCKETS: usize = 100_000;
-/// Buckets held before the first sweep for full ones.
+/// New buckets before the first sweep for full ones; later, as many as the sweep before left.
 const FIRST_SWEEP: usize = 1_024;
 
 pub struct MemoryStore {
@@ -79,8 +79,10 @@ pub struct MemoryStore {
     cache: Bounded<String, Cached>,
     bytes: usize,
     buckets: Bounded<String, TokenState>,
-    /// The bucket count at which full buckets are swept out next (twice what was left after the last sweep).
-    sweep_at: usize,
+    /// Buckets made since the last sweep for full ones, and how many make the next one due: as many as that sweep
+    /// left, so a sweep's cost is paid for by the buckets made since, at the cap too.
+    made_since_sweep: usize,
+    sweep_after: usize,
     namespaces: Bounded<String, Namespace>,
 }
 
@@ -91,7 +93,8 @@ impl MemoryStore {
             cache: Bounded::new(limits.max_entries),
             bytes: 0,
             buckets: Bounded::new(MAX_BUCKETS),
-            sweep_at: FIRST_SWEEP,
+            made_since_sweep: 0,
+            sweep_after: FIRST_SWEEP,
             namespaces: Bounded::new(limits.max_namespaces),
         }
     }
@@ -102,7 +105,8 @@ impl MemoryStore {
         for key in full {
             self.buckets.pop(&key);
         }
-        self.sweep_at = (self.buckets.len() * 2).max(FIRST_SWEEP);
+        self.made_since_sweep = 0;
+        self.sweep_after = self.buckets.len().max(FIRST_SWEEP);
     }
 
     fn size(key: &str, value: &str) -> usize {
@@ -162,8 +166,14 @@ impl Store for MemoryStore {
     }
 
     fn take_token(&mut self, key: &str, bucket: Bucket, max_wait: Duration, now: Instant) -> Take {
-        if self.buckets.len() >= self.sweep_at {
-            self.sweep_full_buckets(now);
+        if !self.buckets.contains(key) {
+            self.made_since_sweep += 1;
+            // At the cap, full buckets are swept before one still limiting would be evicted (every tenth of the cap
+            // at most, so a cap of buckets that all still limit costs no sweep per call).
+            let at_cap = self.buckets.len() >= MAX_BUCKETS && self.made_since_sweep >= MAX_BUCKETS / 10;
+            if self.made_since_sweep >= self.sweep_after || at_cap {
+                self.sweep_full_buckets(now);
+            }
         }
         let state = match self.buckets.get_mut(key) {
             Some(state) => state,

@@ -13,7 +13,9 @@ use crate::text::{clip, list, quote, LISTED_ITEMS, QUOTED_CHARS};
 /// How many problems one message lists before it says "and N more".
 const MAX_LISTED: usize = 12;
 
-pub fn validate(tool: &Tool, args: &Value) -> Result<(), String> {
+/// `redact`: what the message quotes of the model's own text (keys, the paths they make) is redacted whole before it
+/// is cut, so that no cut leaves part of a secret.
+pub fn validate(tool: &Tool, args: &Value, redact: &dyn Fn(&str) -> String) -> Result<(), String> {
     if tool.validator.is_valid(args) {
         return Ok(());
     }
@@ -23,8 +25,8 @@ pub fn validate(tool: &Tool, args: &Value) -> Result<(), String> {
         .map(|e| {
             // The path is made of the model's keys: a long one is cut.
             let path = e.instance_path().to_string();
-            let at = if path.is_empty() { "(arguments)".to_string() } else { clip(&path, QUOTED_CHARS).into_owned() };
-            format!("- {at}: {}", describe(&e))
+            let at = if path.is_empty() { "(arguments)".to_string() } else { clip(&redact(&path), QUOTED_CHARS).into_owned() };
+            format!("- {at}: {}", describe(&e, redact))
         })
         .collect();
     let count = problems.len();
@@ -39,7 +41,7 @@ pub fn validate(tool: &Tool, args: &Value) -> Result<(), String> {
     ))
 }
 
-fn describe(error: &ValidationError<'_>) -> String {
+fn describe(error: &ValidationError<'_>, redact: &dyn Fn(&str) -> String) -> String {
     let instance = error.instance();
     match error.kind() {
         ValidationErrorKind::Type { kind } => {
@@ -51,10 +53,10 @@ fn describe(error: &ValidationError<'_>) -> String {
         }
         ValidationErrorKind::Required { property } => format!("missing required property {property}"),
         ValidationErrorKind::AdditionalProperties { unexpected } => {
-            format!("unexpected {} {}: remove {}", plural("property", unexpected.len()), quoted(unexpected), them(unexpected.len()))
+            format!("unexpected {} {}: remove {}", plural("property", unexpected.len()), quoted(unexpected, redact), them(unexpected.len()))
         }
         ValidationErrorKind::UnevaluatedProperties { unexpected } => {
-            format!("unexpected {} {}: remove {}", plural("property", unexpected.len()), quoted(unexpected), them(unexpected.len()))
+            format!("unexpected {} {}: remove {}", plural("property", unexpected.len()), quoted(unexpected, redact), them(unexpected.len()))
         }
         ValidationErrorKind::Enum { options } => format!("must be one of {}", list_values(options)),
         ValidationErrorKind::Constant { expected_value } => format!("must be exactly {}", clip(&expected_value.to_string(), QUOTED_CHARS)),
@@ -79,7 +81,7 @@ fn describe(error: &ValidationError<'_>) -> String {
         ValidationErrorKind::Not { .. } => "is a value that is not allowed here".into(),
         ValidationErrorKind::FalseSchema => "is not allowed here".into(),
         ValidationErrorKind::Contains => "must contain at least one item of the required form".into(),
-        ValidationErrorKind::PropertyNames { error } => format!("has a property name that is not allowed (the name {})", describe(error)),
+        ValidationErrorKind::PropertyNames { error } => format!("has a property name that is not allowed (the name {})", describe(error, redact)),
         _ => clip(&error.masked().to_string(), QUOTED_CHARS).into_owned(),
     }
 }
@@ -121,8 +123,8 @@ fn them(n: usize) -> &'static str {
 }
 
 /// The model's own keys, each quoted and cut short, and at most `LISTED_ITEMS` of them.
-fn quoted(names: &[String]) -> String {
-    list(names.iter().map(|n| quote(n)), LISTED_ITEMS)
+fn quoted(names: &[String], redact: &dyn Fn(&str) -> String) -> String {
+    list(names.iter().map(|n| quote(&redact(n))), LISTED_ITEMS)
 }
 
 fn list_values(options: &Value) -> String {
