@@ -24,8 +24,11 @@ static FOLDED: LazyLock<Regex> = LazyLock::new(|| {
     let mut gaps: Vec<String> = (0..0x11000u32)
         .filter_map(char::from_u32)
         .filter(|c| punctuation.is_match(c.encode_utf8(&mut [0; 4])))
-        .map(|c| fold(c.encode_utf8(&mut [0; 4])))
-        .filter(|folded| !folded.is_empty())
+        .map(|c| skeleton(c.encode_utf8(&mut [0; 4])).0)
+        // Printable ASCII reads the same in both matches: only `-` and `_` join the words (a double hyphen folds
+        // as `=`, which does not).
+        .filter(|folded| !folded.is_empty() && (!folded.is_ascii() || folded == "-" || folded == "_"))
+        .map(|folded| regex::escape(&folded))
         .collect();
     gaps.sort();
     gaps.dedup();
