@@ -1,9 +1,9 @@
 'use strict'
-// The executor. The engine (crates/core, through binding.js) runs every station; this layer only runs the handlers
+// The executor. The engine (crates/core, through native.js) runs every station; this layer only runs the handlers
 // on the JS thread, turns what they return or throw into strings, and settles them with synchronous calls into the
 // engine. See ../shared/DESIGN.md, "The boundary".
 
-const { Engine } = require('../binding.js')
+const { Engine } = require('./native.js')
 const observe = require('./observe.js')
 const { DEFINITION_FORMATS } = require('./formats.js')
 const { describeReturn, describeThrown, abortReasonText, bigintToString, textOf } = require('./describe.js')
