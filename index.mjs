@@ -1,0 +1,5 @@
+// The ESM entry: the CommonJS entry's own objects, so a program that both imports and requires toolgate gets one
+// engine, one set of classes and one `instanceof`.
+import toolgate from './index.js'
+
+export const { ToolExecutor, RetryableError, formatResults, forLlm, renderTimeline, ERROR_KINDS } = toolgate
