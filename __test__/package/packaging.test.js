@@ -1,0 +1,131 @@
+'use strict'
+// The package as users install it: scripts/check-package.js passes on the package as it is, and fails when the
+// binary is missing, when `files` leaves out a module the entry needs, or when the types do not resolve. Also: the
+// per-platform packages agree with package.json, and a platform without a binary gets an error that says so.
+
+const { test } = require('node:test')
+const assert = require('node:assert/strict')
+const { spawnSync } = require('node:child_process')
+const fs = require('node:fs')
+const path = require('node:path')
+const { checkPackage } = require('../../scripts/check-package.js')
+const { platformOf, hostPlatform } = require('../../lib/platform.js')
+
+const ROOT = path.resolve(__dirname, '..', '..')
+const pkg = require('../../package.json')
+
+const editJson = (file, edit) => fs.writeFileSync(file, JSON.stringify(edit(JSON.parse(fs.readFileSync(file, 'utf8')))))
+
+test('the packed package installs without Rust and runs from CommonJS, ESM and TypeScript', () => {
+  const figures = checkPackage()
+  assert.ok(figures.installMs > 0)
+  assert.ok(figures.mainTarball.size < 200 * 1024, `the main tarball is ${figures.mainTarball.size} bytes`)
+  assert.ok(figures.platformTarball.size > 1024 * 1024, 'the platform tarball carries the binary')
+})
+
+test('the check fails when the binary is missing from its package', () => {
+  assert.throws(
+    () => checkPackage({ mutate: { platform: (dir) => fs.rmSync(path.join(dir, `toolgate.${hostPlatform().name}.node`)) } }),
+    (error) => /require\("toolgate"\)/.test(error.message) && /found no native binary that loads/.test(error.message),
+  )
+})
+
+test('the check fails when files leaves out a module the entry needs', () => {
+  assert.throws(
+    () => checkPackage({ mutate: { main: (dir) => editJson(path.join(dir, 'package.json'), (p) => ({ ...p, files: p.files.filter((f) => f !== 'lib/') })) } }),
+    (error) => /require\("toolgate"\)/.test(error.message) && /lib\/executor\.js/.test(error.message),
+  )
+})
+
+test('the check fails when the types do not resolve', () => {
+  assert.throws(
+    () => checkPackage({ mutate: { main: (dir) => editJson(path.join(dir, 'package.json'), (p) => ({ ...p, files: p.files.filter((f) => f !== 'index.d.mts') })) } }),
+    (error) => /tsc against the published types/.test(error.message) && /esm\.mts/.test(error.message),
+  )
+})
+
+test('every napi target has its platform package at the main version, listed as an optional dependency', () => {
+  const platforms = pkg.napi.targets.map(platformOf)
+  assert.deepEqual(fs.readdirSync(path.join(ROOT, 'npm')).sort(), [...platforms].sort())
+  assert.deepEqual(
+    Object.entries(pkg.optionalDependencies).sort(),
+    platforms.map((p) => [`${pkg.napi.packageName}-${p}`, pkg.version]).sort(),
+  )
+  for (const platform of platforms) {
+    const sub = require(path.join(ROOT, 'npm', platform, 'package.json'))
+    const [os, cpu, abi] = platform.split('-')
+    assert.equal(sub.name, `${pkg.napi.packageName}-${platform}`)
+    assert.equal(sub.version, pkg.version)
+    assert.equal(sub.main, `toolgate.${platform}.node`)
+    assert.deepEqual(sub.files, [sub.main])
+    assert.deepEqual(sub.os, [os])
+    assert.deepEqual(sub.cpu, [cpu])
+    if (os === 'linux') assert.deepEqual(sub.libc, [abi === 'musl' ? 'musl' : 'glibc'])
+    else assert.equal(sub.libc, undefined)
+  }
+})
+
+test('a platform without a binary gets an error naming it, the supported list and how to build from source', () => {
+  // A process that reports itself as FreeBSD on arm64: no local binary and no package can match.
+  const probe = `Object.defineProperty(process, 'platform', { value: 'freebsd' });
+    Object.defineProperty(process, 'arch', { value: 'arm64' });
+    try { require('./index.js'); console.log('loaded') } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message, cause: !!e.cause })) }`
+  const out = spawnSync(process.execPath, ['-e', probe], { cwd: ROOT, encoding: 'utf8' })
+  const error = JSON.parse(out.stdout)
+  assert.equal(error.code, 'ERR_TOOLGATE_NO_BINARY')
+  assert.ok(error.cause)
+  assert.match(error.message, /found no native binary that loads on freebsd-arm64\./)
+  assert.match(error.message, /linux-x64-gnu, linux-arm64-gnu, linux-x64-musl, linux-arm64-musl, darwin-x64, darwin-arm64, win32-x64-msvc, win32-arm64-msvc/)
+  assert.match(error.message, /This platform is not one of them/)
+  assert.match(error.message, /install Rust \(https:\/\/rustup\.rs\).*npm run build/)
+  assert.doesNotMatch(error.message, /npm has a bug/)
+})
+
+test('a supported platform whose package is missing is told to reinstall the optional dependency', () => {
+  const probe = `Object.defineProperty(process, 'arch', { value: 'arm64' });
+    try { require('./index.js'); console.log('loaded') } catch (e) { console.log(JSON.stringify({ message: e.message })) }`
+  const out = spawnSync(process.execPath, ['-e', probe], { cwd: ROOT, encoding: 'utf8' })
+  const { message } = JSON.parse(out.stdout)
+  assert.match(message, /on linux-arm64-gnu \(glibc [0-9.]+\)\./)
+  assert.match(message, /the optional dependency @toolgate\/binding-linux-arm64-gnu was not installed or did not load/)
+  assert.match(message, /--omit=optional/)
+})
+
+test('the ESM entry exports exactly what the CommonJS entry does, the same objects', async () => {
+  const esm = await import(path.join(ROOT, 'index.mjs'))
+  const cjs = require('../../index.js')
+  assert.deepEqual(Object.keys(esm).sort(), Object.keys(cjs).sort())
+  for (const key of Object.keys(cjs)) assert.equal(esm[key], cjs[key], key)
+})
+
+test('prepare builds nothing when the binary loads or when packing, and names Rust when it must build without it', () => {
+  const prepare = (cwd, env) => spawnSync(process.execPath, ['scripts/prepare.js'], { cwd, encoding: 'utf8', env: { ...process.env, PATH: '/nonexistent', ...env } })
+  const loads = prepare(ROOT, {})
+  assert.equal(loads.status, 0, loads.stderr)
+  assert.equal(loads.stdout + loads.stderr, '')
+
+  // A checkout with no binary: what a git dependency is before it builds.
+  const bare = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'toolgate-bare-'))
+  try {
+    for (const entry of ['package.json', 'index.js', 'binding.js', 'lib', 'scripts']) fs.cpSync(path.join(ROOT, entry), path.join(bare, entry), { recursive: true })
+    const packing = prepare(bare, { npm_command: 'pack' })
+    assert.equal(packing.status, 0, packing.stderr)
+    assert.equal(packing.stdout + packing.stderr, '')
+    const noRust = prepare(bare, { npm_command: 'install' })
+    assert.equal(noRust.status, 1)
+    assert.match(noRust.stderr, /needs a Rust toolchain and `cargo` is not on PATH/)
+    assert.match(noRust.stderr, /https:\/\/rustup\.rs/)
+  } finally {
+    fs.rmSync(bare, { recursive: true, force: true })
+  }
+})
+
+test('the glibc floor check passes the built binary and fails one that needs a newer glibc', { skip: !hostPlatform().name.endsWith('-gnu') && 'not a Linux gnu host' }, () => {
+  const { check, FLOOR } = require('../../scripts/check-glibc.js')
+  const binary = path.join(ROOT, `toolgate.${hostPlatform().name}.node`)
+  const highest = check(binary)
+  assert.ok(highest.split('.').map(Number)[1] <= Number(FLOOR.split('.')[1]), `the binary needs glibc ${highest}`)
+  // Node 22's official build asks for glibc 2.28.
+  const node22 = path.join(ROOT, 'node_modules', 'node22', 'bin', 'node')
+  assert.throws(() => check(node22), /needs glibc 2\.(2[89]|[3-9][0-9]), above the floor of 2\.17 \(GLIBC_2\.2[0-9]: /)
+})
