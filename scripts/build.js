@@ -23,7 +23,9 @@ if (spawnSync('cargo', ['--version'], { stdio: 'ignore' }).error) {
 }
 
 const args = ['build', '--platform', '--release', '--js', 'binding.js', '--dts', 'binding.d.ts', ...extra]
-const env = { ...process.env }
+// mimalloc's C stamps __DATE__/__TIME__ into the binary; the compilers take them from SOURCE_DATE_EPOCH, fixed so
+// that the same source builds the same bytes wherever and whenever it is built.
+const env = { SOURCE_DATE_EPOCH: '0', ...process.env }
 const explicit = extra.indexOf('--target')
 const target = explicit >= 0 ? extra[explicit + 1] : hostPlatform().name === 'linux-x64-gnu' ? 'x86_64-unknown-linux-gnu' : null
 if (explicit < 0 && target) args.push('--use-napi-cross')
