@@ -16,6 +16,9 @@ function stage(artifacts) {
   const napi = path.join(ROOT, 'node_modules', '@napi-rs', 'cli', 'dist', 'cli.js')
   const moved = spawnSync(process.execPath, [napi, 'artifacts', '--output-dir', artifacts, '--npm-dir', 'npm'], { cwd: ROOT, stdio: 'inherit' })
   if (moved.status !== 0) throw new Error('napi artifacts failed')
+  // napi artifacts also drops a copy of every binary beside the loader, where `files` would ship all of them in
+  // the main package: the binaries belong in the platform packages only.
+  for (const file of fs.readdirSync(ROOT).filter((f) => /^toolgate\..+\.node$/.test(f))) fs.rmSync(path.join(ROOT, file))
   const problems = []
   for (const platform of pkg.napi.targets.map(platformOf)) {
     const dir = path.join(ROOT, 'npm', platform)

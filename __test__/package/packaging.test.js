@@ -129,3 +129,34 @@ test('the glibc floor check passes the built binary and fails one that needs a n
   const node22 = path.join(ROOT, 'node_modules', 'node22', 'bin', 'node')
   assert.throws(() => check(node22), /needs glibc 2\.(2[89]|[3-9][0-9]), above the floor of 2\.17 \(GLIBC_2\.2[0-9]: /)
 })
+
+test('release staging puts each binary in its platform package only, and fails when one is missing', () => {
+  const stageIn = (platforms) => {
+    const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'toolgate-stage-'))
+    for (const entry of ['package.json', 'lib', 'scripts', 'npm']) fs.cpSync(path.join(ROOT, entry), path.join(dir, entry), { recursive: true })
+    fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'))
+    fs.mkdirSync(path.join(dir, 'artifacts'))
+    const binary = path.join(ROOT, `toolgate.${hostPlatform().name}.node`)
+    for (const p of platforms) fs.copyFileSync(binary, path.join(dir, 'artifacts', `toolgate.${p}.node`))
+    const run = spawnSync(process.execPath, ['scripts/stage-release.js', 'artifacts'], { cwd: dir, encoding: 'utf8' })
+    return { dir, run }
+  }
+  const platforms = pkg.napi.targets.map(platformOf)
+  const full = stageIn(platforms)
+  try {
+    assert.equal(full.run.status, 0, full.run.stderr)
+    for (const p of platforms) assert.ok(fs.existsSync(path.join(full.dir, 'npm', p, `toolgate.${p}.node`)), p)
+    assert.deepEqual(fs.readdirSync(full.dir).filter((f) => f.endsWith('.node')), [])
+  } finally {
+    fs.rmSync(full.dir, { recursive: true, force: true })
+  }
+  const short = stageIn(platforms.filter((p) => p !== 'win32-arm64-msvc'))
+  try {
+    assert.equal(short.run.status, 1)
+    // napi artifacts refuses first; the staging check would name the package too.
+    assert.match(short.run.stdout + short.run.stderr, /win32-arm64-msvc/)
+    assert.match(short.run.stderr, /stage-release: (napi artifacts failed|.*win32-arm64-msvc has no binary)/)
+  } finally {
+    fs.rmSync(short.dir, { recursive: true, force: true })
+  }
+})
