@@ -3,6 +3,7 @@
 // (package.json's napi.targets), this process's own, and the error that says which binary was missing and how to
 // get one.
 
+const fs = require('node:fs')
 const { napi, version } = require('../package.json')
 
 const ARCH = { x86_64: 'x64', aarch64: 'arm64' }
@@ -22,43 +23,67 @@ function hostPlatform() {
   if (platform === 'darwin') return { name: `darwin-${arch}`, libc: null }
   if (platform === 'win32') return { name: `win32-${arch}-msvc`, libc: null }
   if (platform !== 'linux') return { name: `${platform}-${arch}`, libc: null }
+  const c = libc()
+  const abi = arch === 'arm' ? `${c.musl ? 'musl' : 'gnu'}eabihf` : c.musl ? 'musl' : 'gnu'
+  return { name: `linux-${arch}-${abi}`, libc: c.label }
+}
+
+/** musl or glibc, decided as the generated loader decides: /usr/bin/ldd first, then the process report. */
+function libc() {
+  try {
+    if (fs.readFileSync('/usr/bin/ldd', 'utf8').includes('musl')) return { musl: true, label: 'musl' }
+  } catch {}
   const glibc = glibcVersion()
-  return glibc
-    ? { name: `linux-${arch}-gnu`, libc: `glibc ${glibc}` }
-    : { name: `linux-${arch}-musl`, libc: 'musl (no glibc found)' }
+  return glibc ? { musl: false, label: `glibc ${glibc}` } : { musl: true, label: 'musl (no glibc found)' }
 }
 
 function glibcVersion() {
+  const report = process.report
+  const excluded = report?.excludeNetwork
   try {
-    return process.report.getReport().header.glibcVersionRuntime ?? null
+    // Without sockets the report is cheap; the setting is the process's own, so it is put back.
+    if (report) report.excludeNetwork = true
+    return report.getReport().header.glibcVersionRuntime ?? null
   } catch {
     return null
+  } finally {
+    if (report) report.excludeNetwork = excluded
   }
 }
 
-/** The chain of load errors the generated loader collected, one line each (its own summary left out). */
-function causes(error) {
-  const lines = []
-  for (let e = error?.cause ?? error; e && lines.length < 8; e = e.cause) lines.push(`  - ${String(e.message ?? e).split('\n')[0]}`)
-  return lines.join('\n')
+/** The load errors the generated loader collected (its own summary left out), in the order it tried them. */
+function loadErrors(error) {
+  const errors = []
+  for (let e = error?.cause ?? error; e && errors.length < 8; e = e.cause) errors.push(e)
+  return errors.reverse()
 }
+
+const firstLine = (e) => String(e?.message ?? e).split('\n')[0]
 
 function missingBinaryError(cause) {
   const host = hostPlatform()
   const supported = napi.targets.map(platformOf)
   const listed = supported.includes(host.name)
+  const errors = loadErrors(cause)
+  // A binary that exists but fails (a glibc too old, a damaged file) is not a missing one.
+  const broken = errors.find((e) => e && e.code !== 'MODULE_NOT_FOUND' && !/^Cannot find module/.test(firstLine(e)))
+  const libcText = host.libc ? ` (${host.libc})` : ''
   const error = new Error(
     [
-      `toolgate ${version} found no native binary that loads on ${host.name}` + (host.libc ? ` (${host.libc}).` : '.'),
+      broken
+        ? `toolgate ${version} found a native binary for ${host.name}${libcText} but it failed to load: ${firstLine(broken)}`
+        : `toolgate ${version} found no native binary that loads on ${host.name}${libcText}.`,
       `It looked for ./toolgate.${host.name}.node (a build from source) and the package ${napi.packageName}-${host.name}.`,
       `Prebuilt binaries exist for: ${supported.join(', ')} (Linux gnu builds need glibc 2.17 or later).`,
-      listed
-        ? `This platform is one of them, so the optional dependency ${napi.packageName}-${host.name} was not installed or did not load: ` +
-          'reinstall without --omit=optional / --no-optional, and delete a lockfile made on another platform first.'
-        : 'This platform is not one of them.',
+      broken
+        ? 'Reinstall the package; an error naming GLIBC_ means this system\'s C library is older than the binary needs.'
+        : listed
+          ? `This platform is one of them, so the optional dependency ${napi.packageName}-${host.name} was not installed: ` +
+            'reinstall without --omit=optional / --no-optional, and delete a lockfile made on another platform first.'
+          : 'This platform is not one of them.',
       'To build from source: install Rust (https://rustup.rs), then in a clone of toolgate run `npm install && npm run build`.',
-      'What the loader tried:',
-      causes(cause),
+      'What the loader tried, in order:',
+      ...errors.map((e) => `  - ${firstLine(e)}`),
     ].join('\n'),
   )
   error.code = 'ERR_TOOLGATE_NO_BINARY'

@@ -1,16 +1,19 @@
 'use strict'
-// The packaging check: packs toolgate as a release publishes it (the main package without a binary, and this
-// platform's binary package), installs both tarballs into a fresh project the way a user's machine would (no
-// `cargo` or `rustc` on PATH, `--ignore-scripts`, nothing from the network), then requires it, imports it, runs a
-// turn and type-checks a CommonJS and an ESM TypeScript file against the published types.
+// The packaging check: packs toolgate as a release publishes it (the main package without a binary, with its
+// optionalDependencies, and this platform's binary package), serves the binary packages from a registry on
+// loopback, installs the main tarball into a fresh project the way a user's machine would (npm picks the platform
+// package from the optional dependencies; no `cargo` or `rustc` on PATH, `--ignore-scripts`), then requires it,
+// imports it, runs a turn and type-checks a CommonJS and an ESM TypeScript file against the published types.
 //   node scripts/check-package.js     prints the sizes and the install time; exits 1 on a failure
 // `checkPackage({ mutate })` lets a test break one part (the binary, `files`, the types) and see the check fail.
 
 const { spawnSync } = require('node:child_process')
+const { Worker } = require('node:worker_threads')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { hostPlatform } = require('../lib/platform.js')
+const { optionalDependencies } = require('./stage-release.js')
 
 const ROOT = path.resolve(__dirname, '..')
 const TSC = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc')
@@ -23,14 +26,45 @@ function npmCli() {
   return path.join(path.dirname(fs.realpathSync(which)), 'npm-cli.js')
 }
 
-/** PATH without any folder that holds cargo or rustc, with a folder holding only `node` in front. */
+const RUST_TOOLS = ['cargo', 'rustc', 'rustup']
+
+/** A PATH of one folder holding only `node` and `sh`: no Rust tool can be found, wherever it is installed. */
 function rustlessPath(binDir) {
   fs.mkdirSync(binDir, { recursive: true })
   fs.symlinkSync(process.execPath, path.join(binDir, 'node'))
-  const keep = (process.env.PATH ?? '')
-    .split(path.delimiter)
-    .filter((dir) => dir && !['cargo', 'rustc', 'rustup'].some((tool) => fs.existsSync(path.join(dir, tool))))
-  return [binDir, ...keep].join(path.delimiter)
+  fs.symlinkSync('/bin/sh', path.join(binDir, 'sh'))
+  return binDir
+}
+
+/**
+ * A registry on loopback that knows only the given tarballs' packages (every other name is a 404, as for a platform
+ * package not published yet). It runs in a worker so that it answers while this thread waits on npm.
+ */
+function startRegistry(tarballs) {
+  const ready = new Int32Array(new SharedArrayBuffer(4))
+  const worker = new Worker(
+    `const http = require('node:http'); const fs = require('node:fs'); const crypto = require('node:crypto')
+    const { workerData: { tarballs, ready } } = require('node:worker_threads')
+    const server = http.createServer((req, res) => {
+      const name = decodeURIComponent(req.url.slice(1))
+      const byName = tarballs.find((t) => t.name === name)
+      const byFile = tarballs.find((t) => req.url === '/-/' + require('node:path').basename(t.file))
+      if (byFile) return res.end(fs.readFileSync(byFile.file))
+      if (!byName) { res.statusCode = 404; return res.end('{"error":"not found"}') }
+      const data = fs.readFileSync(byName.file)
+      const integrity = 'sha512-' + crypto.createHash('sha512').update(data).digest('base64')
+      const url = 'http://127.0.0.1:' + server.address().port + '/-/' + require('node:path').basename(byName.file)
+      const version = { ...byName.manifest, dist: { tarball: url, integrity } }
+      res.setHeader('content-type', 'application/json')
+      res.end(JSON.stringify({ name, 'dist-tags': { latest: version.version }, versions: { [version.version]: version } }))
+    })
+    server.listen(0, '127.0.0.1', () => { Atomics.store(ready, 0, server.address().port); Atomics.notify(ready, 0) })`,
+    { eval: true, workerData: { tarballs, ready } },
+  )
+  Atomics.wait(ready, 0, 0, 10_000)
+  const port = Atomics.load(ready, 0)
+  if (!port) throw new Error('the loopback registry did not start')
+  return { url: `http://127.0.0.1:${port}/`, stop: () => worker.terminate() }
 }
 
 function run(command, args, options) {
@@ -65,13 +99,13 @@ gate.execute([{ id: 'c1', name: 'add', arguments: '{"a":2,"b":3}' }, { id: 'c2',
 
 const ESM_TURN = `
 import { createRequire } from 'node:module'
-import { ToolExecutor, formatResults, ERROR_KINDS } from 'toolgate'
+import toolgate, { ToolExecutor, formatResults, ERROR_KINDS } from 'toolgate'
 const gate = new ToolExecutor()
 gate.register({ name: 'echo', readOnly: true, parameters: { type: 'object', properties: { s: { type: 'string' } } },
   handler: async ({ s }) => s })
 const results = await gate.execute([{ id: 'c1', name: 'echo', arguments: '{"s":"hi"}' }])
 await gate.close()
-const same = createRequire(import.meta.url)('toolgate').ToolExecutor === ToolExecutor
+const same = createRequire(import.meta.url)('toolgate').ToolExecutor === ToolExecutor && toolgate.ToolExecutor === ToolExecutor
 console.log(JSON.stringify([results[0].success, results[0].output, typeof formatResults, ERROR_KINDS.length > 0, same]))
 `
 
@@ -93,7 +127,7 @@ export async function turn(): Promise<string> {
 `
 
 const TS_FILES = {
-  'esm.mts': `import { ToolExecutor, type ToolResult, type ErrorKind } from 'toolgate'\n${TS_BODY}`,
+  'esm.mts': `import toolgate, { ToolExecutor, type ToolResult, type ErrorKind } from 'toolgate'\nexport const same: typeof ToolExecutor = toolgate.ToolExecutor\n${TS_BODY}`,
   'cjs.cts': `import toolgate = require('toolgate')\nimport { ToolExecutor } from 'toolgate'\ntype ToolResult = toolgate.ToolResult\ntype ErrorKind = toolgate.ErrorKind\n${TS_BODY}`,
 }
 
@@ -106,11 +140,12 @@ function checkPackage({ mutate = {}, keep = false } = {}) {
   try {
     const env = { ...process.env, PATH: rustlessPath(path.join(work, 'bin')), npm_config_cache: path.join(work, 'npm-cache') }
     for (const key of Object.keys(env)) if (key.startsWith('npm_') && key !== 'npm_config_cache') delete env[key]
-    if (run('sh', ['-c', 'command -v cargo || command -v rustc'], { env }).status === 0) throw new Error('cargo is still on the stripped PATH')
+    if (env.PATH.split(path.delimiter).some((dir) => RUST_TOOLS.some((tool) => fs.existsSync(path.join(dir, tool))))) throw new Error('a Rust tool is still on the stripped PATH')
     const host = hostPlatform().name
     const binary = `toolgate.${host}.node`
 
-    // The main package, as a release stages it: what `files` selects, without a binary.
+    // The main package, as a release stages it: what `files` selects, without a binary, with its optional
+    // dependencies written.
     const listed = JSON.parse(must(npm(['pack', '--dry-run', '--json', '--ignore-scripts'], ROOT, env), 'npm pack --dry-run'))[0].files
     const main = path.join(work, 'stage', 'main')
     for (const { path: file } of listed) {
@@ -118,6 +153,9 @@ function checkPackage({ mutate = {}, keep = false } = {}) {
       fs.mkdirSync(path.dirname(path.join(main, file)), { recursive: true })
       fs.copyFileSync(path.join(ROOT, file), path.join(main, file))
     }
+    const manifest = JSON.parse(fs.readFileSync(path.join(main, 'package.json'), 'utf8'))
+    manifest.optionalDependencies = optionalDependencies(manifest)
+    fs.writeFileSync(path.join(main, 'package.json'), JSON.stringify(manifest, null, 2))
     mutate.main?.(main)
 
     // This platform's binary package, as `napi artifacts` fills it.
@@ -135,9 +173,16 @@ function checkPackage({ mutate = {}, keep = false } = {}) {
     const project = path.join(work, 'project')
     fs.mkdirSync(project)
     fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }))
-    const started = process.hrtime.bigint()
-    must(npm(['install', '--ignore-scripts', '--offline', mainTarball.file, platformTarball.file], project, env), 'npm install of the tarballs')
-    const installMs = Number(process.hrtime.bigint() - started) / 1e6
+    const platformManifest = JSON.parse(fs.readFileSync(path.join(platform, 'package.json'), 'utf8'))
+    const registry = startRegistry([{ name: platformManifest.name, file: platformTarball.file, manifest: platformManifest }])
+    let installMs
+    try {
+      const started = process.hrtime.bigint()
+      must(npm(['install', '--ignore-scripts', `--registry=${registry.url}`, mainTarball.file], project, env), 'npm install of the main tarball')
+      installMs = Number(process.hrtime.bigint() - started) / 1e6
+    } finally {
+      registry.stop()
+    }
 
     const cjs = must(run(process.execPath, ['-e', CJS_TURN], { cwd: project, env }), 'require("toolgate") and a turn').trim()
     if (cjs !== '[[true,"5"],[false,"unknown_tool"]]') throw new Error(`the CommonJS turn returned ${cjs}`)

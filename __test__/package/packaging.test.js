@@ -9,6 +9,7 @@ const { spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const path = require('node:path')
 const { checkPackage } = require('../../scripts/check-package.js')
+const { optionalDependencies } = require('../../scripts/stage-release.js')
 const { platformOf, hostPlatform } = require('../../lib/platform.js')
 
 const ROOT = path.resolve(__dirname, '..', '..')
@@ -44,11 +45,20 @@ test('the check fails when the types do not resolve', () => {
   )
 })
 
-test('every napi target has its platform package at the main version, listed as an optional dependency', () => {
+test('the check fails when the main package does not name its platform packages', () => {
+  assert.throws(
+    () => checkPackage({ mutate: { main: (dir) => editJson(path.join(dir, 'package.json'), (p) => ({ ...p, optionalDependencies: undefined })) } }),
+    (error) => /require\("toolgate"\)/.test(error.message) && /found no native binary that loads/.test(error.message),
+  )
+})
+
+test('every napi target has its platform package at the main version, named as an optional dependency at release', () => {
   const platforms = pkg.napi.targets.map(platformOf)
   assert.deepEqual(fs.readdirSync(path.join(ROOT, 'npm')).sort(), [...platforms].sort())
+  // Committed, they would break `npm ci`: a lockfile cannot hold a package that is not published yet.
+  assert.equal(pkg.optionalDependencies, undefined)
   assert.deepEqual(
-    Object.entries(pkg.optionalDependencies).sort(),
+    Object.entries(optionalDependencies(pkg)).sort(),
     platforms.map((p) => [`${pkg.napi.packageName}-${p}`, pkg.version]).sort(),
   )
   for (const platform of platforms) {
@@ -79,6 +89,28 @@ test('a platform without a binary gets an error naming it, the supported list an
   assert.match(error.message, /This platform is not one of them/)
   assert.match(error.message, /install Rust \(https:\/\/rustup\.rs\).*npm run build/)
   assert.doesNotMatch(error.message, /npm has a bug/)
+  // In the order the loader tried them: the local build before the package.
+  assert.match(error.message, /in order:\n  - Cannot find module '\.\/toolgate\.freebsd-arm64\.node'/)
+})
+
+test('a binary that exists but does not load is named as such, not as missing', () => {
+  const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'toolgate-broken-'))
+  try {
+    for (const entry of ['package.json', 'index.js', 'binding.js', 'lib']) fs.cpSync(path.join(ROOT, entry), path.join(dir, entry), { recursive: true })
+    fs.writeFileSync(path.join(dir, `toolgate.${hostPlatform().name}.node`), 'not an ELF file')
+    const probe = "try { require('./index.js') } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })) }"
+    const { code, message } = JSON.parse(spawnSync(process.execPath, ['-e', probe], { cwd: dir, encoding: 'utf8' }).stdout)
+    assert.equal(code, 'ERR_TOOLGATE_NO_BINARY')
+    assert.match(message, new RegExp(`found a native binary for ${hostPlatform().name} \\(glibc [0-9.]+\\) but it failed to load: .*toolgate\\.${hostPlatform().name}\\.node`))
+    assert.match(message, /Reinstall the package/)
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('32-bit ARM Linux is named as the loader names it', () => {
+  const probe = "Object.defineProperty(process, 'arch', { value: 'arm' }); console.log(require('./lib/platform.js').hostPlatform().name)"
+  assert.equal(spawnSync(process.execPath, ['-e', probe], { cwd: ROOT, encoding: 'utf8' }).stdout.trim(), 'linux-arm-gnueabihf')
 })
 
 test('a supported platform whose package is missing is told to reinstall the optional dependency', () => {
@@ -87,34 +119,54 @@ test('a supported platform whose package is missing is told to reinstall the opt
   const out = spawnSync(process.execPath, ['-e', probe], { cwd: ROOT, encoding: 'utf8' })
   const { message } = JSON.parse(out.stdout)
   assert.match(message, /on linux-arm64-gnu \(glibc [0-9.]+\)\./)
-  assert.match(message, /the optional dependency @toolgate\/binding-linux-arm64-gnu was not installed or did not load/)
+  assert.match(message, /the optional dependency @toolgate\/binding-linux-arm64-gnu was not installed/)
   assert.match(message, /--omit=optional/)
 })
 
-test('the ESM entry exports exactly what the CommonJS entry does, the same objects', async () => {
+test('the ESM entry exports exactly what the CommonJS entry does, the same objects, and it as the default', async () => {
   const esm = await import(path.join(ROOT, 'index.mjs'))
   const cjs = require('../../index.js')
-  assert.deepEqual(Object.keys(esm).sort(), Object.keys(cjs).sort())
+  assert.deepEqual(Object.keys(esm).filter((k) => k !== 'default').sort(), Object.keys(cjs).sort())
   for (const key of Object.keys(cjs)) assert.equal(esm[key], cjs[key], key)
+  assert.equal(esm.default, cjs)
 })
 
-test('prepare builds nothing when the binary loads or when packing, and names Rust when it must build without it', () => {
+test('prepare keeps a fresh local binary, builds a stale or missing one, and without Rust uses the prebuilt package or says what to install', () => {
   const prepare = (cwd, env) => spawnSync(process.execPath, ['scripts/prepare.js'], { cwd, encoding: 'utf8', env: { ...process.env, PATH: '/nonexistent', ...env } })
-  const loads = prepare(ROOT, {})
-  assert.equal(loads.status, 0, loads.stderr)
-  assert.equal(loads.stdout + loads.stderr, '')
-
-  // A checkout with no binary: what a git dependency is before it builds.
+  const host = hostPlatform().name
   const bare = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'toolgate-bare-'))
   try {
-    for (const entry of ['package.json', 'index.js', 'binding.js', 'lib', 'scripts']) fs.cpSync(path.join(ROOT, entry), path.join(bare, entry), { recursive: true })
+    // A checkout as a git dependency has it before it builds: sources, no binary.
+    for (const entry of ['package.json', 'index.js', 'binding.js', 'lib', 'scripts', 'src', 'build.rs', 'Cargo.toml']) fs.cpSync(path.join(ROOT, entry), path.join(bare, entry), { recursive: true })
     const packing = prepare(bare, { npm_command: 'pack' })
     assert.equal(packing.status, 0, packing.stderr)
     assert.equal(packing.stdout + packing.stderr, '')
+
     const noRust = prepare(bare, { npm_command: 'install' })
     assert.equal(noRust.status, 1)
     assert.match(noRust.stderr, /needs a Rust toolchain and `cargo` is not on PATH/)
     assert.match(noRust.stderr, /https:\/\/rustup\.rs/)
+
+    // A local binary older than a source is stale: prepare goes to build it (and, without cargo, says so).
+    const binary = path.join(bare, `toolgate.${host}.node`)
+    fs.copyFileSync(path.join(ROOT, `toolgate.${host}.node`), binary)
+    fs.utimesSync(binary, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000))
+    const stale = prepare(bare, { npm_command: 'install' })
+    assert.equal(stale.status, 1)
+    assert.match(stale.stderr, /needs a Rust toolchain/)
+    fs.utimesSync(binary, new Date(), new Date())
+    const fresh = prepare(bare, { npm_command: 'install' })
+    assert.equal(fresh.status, 0, fresh.stderr)
+    assert.equal(fresh.stdout + fresh.stderr, '')
+    fs.rmSync(binary)
+
+    // Without Rust but with the prebuilt package installed: used, with a warning that it is the release's engine.
+    const sub = path.join(bare, 'node_modules', '@toolgate', `binding-${host}`)
+    fs.cpSync(path.join(ROOT, 'npm', host), sub, { recursive: true })
+    fs.copyFileSync(path.join(ROOT, `toolgate.${host}.node`), path.join(sub, `toolgate.${host}.node`))
+    const prebuilt = prepare(bare, { npm_command: 'install' })
+    assert.equal(prebuilt.status, 0, prebuilt.stderr)
+    assert.match(prebuilt.stderr, /using the prebuilt binary package for .*the engine of the published release/)
   } finally {
     fs.rmSync(bare, { recursive: true, force: true })
   }
@@ -147,6 +199,7 @@ test('release staging puts each binary in its platform package only, and fails w
     assert.equal(full.run.status, 0, full.run.stderr)
     for (const p of platforms) assert.ok(fs.existsSync(path.join(full.dir, 'npm', p, `toolgate.${p}.node`)), p)
     assert.deepEqual(fs.readdirSync(full.dir).filter((f) => f.endsWith('.node')), [])
+    assert.deepEqual(JSON.parse(fs.readFileSync(path.join(full.dir, 'package.json'), 'utf8')).optionalDependencies, optionalDependencies(pkg))
   } finally {
     fs.rmSync(full.dir, { recursive: true, force: true })
   }
