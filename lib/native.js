@@ -4,10 +4,9 @@
 // optional dependency. When neither loads, its own error blames an npm bug; this one says what was looked for, what
 // exists and how to get a binary.
 
-const { missingBinaryError } = require('./platform.js')
-
 try {
   module.exports = require('../binding.js')
 } catch (error) {
-  throw missingBinaryError(error)
+  // Only on failure: loading the platform tables costs every successful start a read of package.json.
+  throw require('./platform.js').missingBinaryError(error)
 }

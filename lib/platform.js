@@ -51,11 +51,12 @@ function glibcVersion() {
   }
 }
 
-/** The load errors the generated loader collected (its own summary left out), in the order it tried them. */
+/** The first load errors the generated loader collected (its own summary left out), in the order it tried them. */
 function loadErrors(error) {
+  // Its chain runs newest first: the whole chain is reversed before it is cut, so the first attempts stay.
   const errors = []
-  for (let e = error?.cause ?? error; e && errors.length < 8; e = e.cause) errors.push(e)
-  return errors.reverse()
+  for (let e = error?.cause ?? error; e && errors.length < 64; e = e.cause) errors.push(e)
+  return errors.reverse().slice(0, 8)
 }
 
 const firstLine = (e) => String(e?.message ?? e).split('\n')[0]

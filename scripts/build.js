@@ -12,6 +12,7 @@ const { hostPlatform, platformOf } = require('../lib/platform.js')
 
 const ROOT = path.resolve(__dirname, '..')
 const extra = process.argv.slice(2)
+const HOST = hostPlatform().name
 
 if (spawnSync('cargo', ['--version'], { stdio: 'ignore' }).error) {
   console.error(
@@ -27,7 +28,7 @@ const args = ['build', '--platform', '--release', '--js', 'binding.js', '--dts',
 // that the same source builds the same bytes wherever and whenever it is built.
 const env = { SOURCE_DATE_EPOCH: '0', ...process.env }
 const explicit = extra.indexOf('--target')
-const target = explicit >= 0 ? extra[explicit + 1] : hostPlatform().name === 'linux-x64-gnu' ? 'x86_64-unknown-linux-gnu' : null
+const target = explicit >= 0 ? extra[explicit + 1] : HOST === 'linux-x64-gnu' ? 'x86_64-unknown-linux-gnu' : null
 if (explicit < 0 && target) args.push('--use-napi-cross')
 if (args.includes('--use-napi-cross')) Object.assign(env, modernCCompiler(target))
 
@@ -44,7 +45,7 @@ process.exit(run.status ?? 1)
 function modernCCompiler(triple) {
   if (process.env.TARGET_CC) return {}
   const which = (cc) => spawnSync('sh', ['-c', `command -v ${cc}`], { encoding: 'utf8' }).stdout.trim()
-  if (platformOf(triple) !== hostPlatform().name) return which('clang') ? { TARGET_CC: which('clang') } : {}
+  if (platformOf(triple) !== HOST) return which('clang') ? { TARGET_CC: which('clang') } : {}
   const compiler = which('gcc') || which('clang')
   if (!compiler) return {}
   const { version } = require('@napi-rs/cross-toolchain/package.json')

@@ -12,6 +12,7 @@ const { hostPlatform } = require('../lib/platform.js')
 
 const ROOT = path.resolve(__dirname, '..')
 const SOURCES = ['src', 'crates', 'build.rs', 'Cargo.toml', 'Cargo.lock']
+const HOST = hostPlatform().name
 
 if (process.env.npm_command === 'pack' || process.env.npm_command === 'publish') process.exit(0)
 
@@ -29,17 +30,17 @@ function newestSource() {
   return newest
 }
 
-const local = fs.statSync(path.join(ROOT, `toolgate.${hostPlatform().name}.node`), { throwIfNoEntry: false })
+const local = fs.statSync(path.join(ROOT, `toolgate.${HOST}.node`), { throwIfNoEntry: false })
 if (local && local.mtimeMs >= newestSource()) process.exit(0)
 
 const hasCargo = !spawnSync('cargo', ['--version'], { stdio: 'ignore' }).error
 if (!hasCargo) {
-  const prebuilt = `${require('../package.json').napi.packageName}-${hostPlatform().name}`
+  const prebuilt = `${require('../package.json').napi.packageName}-${HOST}`
   const loads = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(prebuilt)})`], { cwd: ROOT, stdio: 'ignore' })
   if (loads.status === 0) {
     console.warn(
       'toolgate: no Rust toolchain to build this checkout\'s engine; using the prebuilt binary package for ' +
-        `${hostPlatform().name}, the engine of the published release. Install Rust (https://rustup.rs) and run ` +
+        `${HOST}, the engine of the published release. Install Rust (https://rustup.rs) and run ` +
         '`npm run build` to build this checkout\'s own.',
     )
     process.exit(0)
