@@ -61,10 +61,10 @@ describe('register', () => {
         message: /^tool "root": parameters must be a JSON Schema of an object \(\{ type: 'object', properties: \{…\} \}\)/,
       }, JSON.stringify(parameters))
     }
-    for (const parameters of ['object', [], true]) {
+    for (const [parameters, got] of [['object', 'a string'], [[], 'an array'], [true, 'a boolean']]) {
       assert.throws(() => gate.register({ name: 'root', parameters, handler: ok }), {
         name: 'TypeError',
-        message: 'tool "root": parameters must be a JSON Schema object',
+        message: `tool "root": parameters must be a JSON Schema (a plain object such as { type: 'object', properties: {…} }) or a Standard Schema (zod 4, valibot, ArkType); got ${got}`,
       }, JSON.stringify(parameters))
     }
     assert.deepEqual(gate.list(), [])

@@ -10,6 +10,7 @@ const { describeReturn, describeThrown, abortReasonText, bigintToString, textOf 
 const { argumentsOf, internalFailures, programmerError, policyJson, readResults, serializeCalls } = require('./wire.js')
 const { ENGINE_OPTIONS, LISTENER_OPTIONS, OBSERVER_OPTIONS, SPEC_FIELDS, TURN_OPTIONS, offAsOptions, pick, takeListeners, takeObservers } = require('./options.js')
 const { callHost, describeProblem, readApproval, judgeValue, callListener, warn } = require('./callbacks.js')
+const { toolSchema, validationResult } = require('./schemas.js')
 
 /** Records kept of handlers that were stopped but have not settled (`pendingHandlers()`, late settlements). */
 const MAX_ABANDONED = 10_000
@@ -41,6 +42,10 @@ class ToolExecutor {
   #judges = new Map()
   /** `check` functions, by tool name: business checks of the arguments, run before permission. */
   #checks = new Map()
+  /** The schemas' own validations that run in JS, by tool name: `parameters` (after the engine's validation; the
+   * handler receives its output) and `outputSchema` (on what the handler returns). */
+  #validations = new Map()
+  #outputValidations = new Map()
   #turns = new Map()
   #runs = new Map()
   /** Handlers whose calls timed out or were cancelled but which have not settled yet, by run. */
@@ -90,10 +95,17 @@ class ToolExecutor {
     const check = rest.check
     if (check !== undefined && typeof check !== 'function') throw new TypeError(`tool "${spec.name}": check must be a function (args, ctx) => problem | undefined`)
     if (check) rest.check = true
-    const json = JSON.stringify(offAsOptions(pick(rest, SPEC_FIELDS, `tool "${spec.name}"`)))
-    programmerError(() => this.#engine.register(json))
+    const fields = offAsOptions(pick(rest, SPEC_FIELDS, `tool "${spec.name}"`))
+    const parameters = toolSchema(fields.parameters, 'parameters', spec.name)
+    const output = toolSchema(fields.outputSchema, 'outputSchema', spec.name)
+    if (parameters) fields.parameters = parameters.json
+    if (output) fields.outputSchema = output.json
+    if (parameters?.validate) fields.schemaCheck = true
+    if (output?.validate) fields.outputCheck = true
+    programmerError(() => this.#engine.register(JSON.stringify(fields)))
     this.#handlers.set(spec.name, handler)
-    for (const [map, fn] of [[this.#judges, judge], [this.#checks, check]]) {
+    const kept = [[this.#judges, judge], [this.#checks, check], [this.#validations, parameters?.validate], [this.#outputValidations, output?.validate]]
+    for (const [map, fn] of kept) {
       if (fn) map.set(spec.name, fn)
       else map.delete(spec.name)
     }
@@ -143,8 +155,7 @@ class ToolExecutor {
 
   unregister(name) {
     this.#handlers.delete(name)
-    this.#judges.delete(name)
-    this.#checks.delete(name)
+    for (const map of [this.#judges, this.#checks, this.#validations, this.#outputValidations]) map.delete(name)
     return this.#engine.unregister(String(name))
   }
 
@@ -280,7 +291,7 @@ class ToolExecutor {
         return Promise.resolve(internalFailures(list, textOf(err)))
       }
       // `sent`: the text each call's handler settled with, which the engine does not send back when it is the output.
-      turn = { id: step.turn, resolve: undefined, context, signal, onProgress, onAbort, abortReason: undefined, calls: list, span: undefined, sent: [] }
+      turn = { id: step.turn, resolve: undefined, context, signal, onProgress, onAbort, abortReason: undefined, calls: list, span: undefined, sent: [], parsed: undefined }
     } catch (err) {
       return Promise.reject(err)
     }
@@ -372,20 +383,28 @@ class ToolExecutor {
     if (step.done) for (const turnId of step.done) this.#finish(turnId)
   }
 
-  /** A call waits on the host: the tool's check of its arguments, or the approval callback. Whatever the function
-   * does (answers, throws, hangs past the engine's time limit), the call gets a result. */
-  #askHost([ticket, kind, turnId, callId, toolName, args, rule, reason]) {
+  /** A call waits on the host: the schema's own validation, the tool's check of its arguments, or the approval
+   * callback. Whatever the function does (answers, throws, hangs past the engine's time limit), the call gets a
+   * result. */
+  #askHost([ticket, kind, turnId, callId, toolName, args, rule, reason, index]) {
     const turn = this.#turns.get(turnId)
     const context = turn?.context
     let pending
-    if (kind === 'check') {
-      pending = callHost(() => this.#checks.get(toolName)(args, { callId, toolName, context }))
+    if (kind === 'validate') {
+      pending = this.#validated(turn, index, toolName, args)
+    } else if (kind === 'check') {
+      const input = turn?.parsed?.get(index) ?? args
+      pending = callHost(() => this.#checks.get(toolName)(input, { callId, toolName, context }))
         .then((problem) => (problem == null || problem === true ? {} : { problem: describeProblem(problem) }))
     } else if (this.#listeners.approve === undefined) {
       pending = Promise.resolve({ decision: 'deny', reason: 'no approval callback is set' })
     } else {
       const request = { callId, toolName, arguments: args, rule, reason: reason ?? undefined, context }
-      pending = callHost(() => this.#listeners.approve(request)).then(readApproval)
+      pending = callHost(() => this.#listeners.approve(request)).then(readApproval).then((answer) => {
+        if (answer.arguments === undefined || !this.#validations.has(toolName)) return answer
+        // Edited arguments pass the schema's own validation too; its output is what the handler then receives.
+        return this.#validated(turn, index, toolName, answer.arguments).then((verdict) => ({ ...answer, ...verdict }))
+      })
     }
     pending
       .catch((err) => ({ error: describeProblem(err) }))
@@ -401,6 +420,18 @@ class ToolExecutor {
           return this.#engine.answer(ticket, JSON.stringify({ error: `its answer could not be read (${describeProblem(err)})` }))
         }
       }))
+  }
+
+  /** The schema's own validation of a call's arguments: `{ issues }` for the engine when they fail it; when they
+   * pass, its output is kept for the handler and the answer is empty. */
+  #validated(turn, index, toolName, args) {
+    const validate = this.#validations.get(toolName)
+    return callHost(() => validate(args)).then((result) => {
+      const { issues, value } = validationResult(result)
+      if (issues) return { issues }
+      if (turn !== undefined) (turn.parsed ??= new Map()).set(index, value)
+      return {}
+    })
   }
 
   /** The turn's runs handed out but not started, which now never will be. */
@@ -423,21 +454,66 @@ class ToolExecutor {
     let returned
     try {
       if (!handler) throw new Error(`tool "${name}" was unregistered before this call started`)
-      returned = handler(args, ctx)
+      const input = this.#inputOf(turn, index, name, args, attempt)
+      returned = input instanceof Promise ? input.then((value) => handler(value, ctx)) : handler(input, ctx)
     } catch (err) {
       returned = Promise.reject(err)
     }
+    const checkOutput = this.#outputValidations.get(name)
     // Promise.resolve also absorbs thenables whose `then` throws; a plain value settles on the next microtask.
     Promise.resolve(returned).then(
-      (value) => this.#settle(run, value, describeReturn),
+      (value) => (checkOutput ? this.#settleChecked(run, value, checkOutput) : this.#settle(run, value, describeReturn)),
       (err) => this.#settle(run, err, describeThrown),
     )
+  }
+
+  /** What the handler receives: the arguments, or the output of the schema's own validation of them (kept from
+   * admission for the first attempt; a retry validates its fresh copy again). */
+  #inputOf(turn, index, name, args, attempt) {
+    const validate = this.#validations.get(name)
+    if (validate === undefined) return args
+    if (attempt === 1 && turn.parsed?.has(index)) {
+      const value = turn.parsed.get(index)
+      turn.parsed.delete(index)
+      return value
+    }
+    const verdict = validate(args)
+    const passed = (result) => {
+      const { issues, value } = validationResult(result)
+      if (issues) throw new Error(`its arguments no longer pass the schema's own validation: ${issues.map(([at, message]) => `${at || '(arguments)'}: ${message}`).join('; ')}`)
+      return value
+    }
+    return typeof verdict?.then === 'function' ? Promise.resolve(verdict).then(passed) : passed(verdict)
+  }
+
+  /** A returned value checked by the tool's Standard Schema `outputSchema` before it settles the run. */
+  #settleChecked(run, value, validate) {
+    const verdict = (result) => {
+      const { issues } = validationResult(result)
+      if (issues) this.#settle(run, issues, describeMismatch)
+      else this.#settle(run, value, describeReturn)
+    }
+    const failed = (err) => this.#settle(run, err, describeThrown)
+    let result
+    try {
+      result = validate(value)
+    } catch (err) {
+      return failed(err)
+    }
+    if (typeof result?.then === 'function') Promise.resolve(result).then(verdict, failed)
+    else {
+      try {
+        verdict(result)
+      } catch (err) {
+        failed(err)
+      }
+    }
   }
 
   #settle(run, value, describe) {
     const call = this.#runs.get(run)
     if (call === undefined) {
-      this.#lateSettlement(run, describe === describeReturn ? 'resolved' : 'rejected')
+      this.#lateSettlement(run, describe === describeThrown ? 'rejected' : 'resolved')
       return
     }
     if (call.judge && describe === describeReturn) {
@@ -447,7 +523,7 @@ class ToolExecutor {
     // Never throws: whatever a value's getters, toJSON or proxy traps do, it is described.
     let [kind, payload] = describe(value)
     // rollbackWhen and the value's own code (toJSON, getters) may have cancelled the turn or closed the executor.
-    if (this.#runs.get(run) !== call) return this.#lateSettlement(run, describe === describeReturn ? 'resolved' : 'rejected')
+    if (this.#runs.get(run) !== call) return this.#lateSettlement(run, describe === describeThrown ? 'rejected' : 'resolved')
     if (typeof payload === 'string' && payload.length < LARGE_CHARS) {
       // Kept as the engine will read it (a lone surrogate becomes U+FFFD): an output equal to it is not sent back.
       if (!payload.isWellFormed()) payload = payload.toWellFormed()
@@ -712,6 +788,11 @@ const TIMEOUT_MESSAGES = {
   timeout: 'The tool call exceeded its time limit',
   idle_timeout: 'The tool call reported no progress within its idle limit',
   cancelled: 'The tool call was cancelled',
+}
+
+/** Issues an output schema found, as the engine's settlement kind for them. */
+function describeMismatch(issues) {
+  return ['mismatch', JSON.stringify(issues)]
 }
 
 /** Stops listening to a turn's signal; a signal-like object that fails at it costs nothing more. */

@@ -88,7 +88,8 @@ pub struct Step {
     pub late: Vec<(u32, ErrorKind, &'static str, f64)>,
 }
 
-/// `[ticket, kind, turn, callId, toolName, args, rule, reason]` on the wire; kind is `check` or `approve`.
+/// `[ticket, kind, turn, callId, toolName, args, rule, reason, index]` on the wire; kind is `validate`, `check` or
+/// `approve`; index is the call's place in its turn.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HostRequest {
     pub ticket: u32,
@@ -100,19 +101,25 @@ pub struct HostRequest {
     /// For an approval: the rule that asked, and its reason.
     pub rule: Option<String>,
     pub reason: Option<String>,
+    pub index: usize,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a call waits on the host for, in the order a call meets them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum HostKind {
+    /// The schema's own validation (a Standard Schema's refinements, transforms, defaults).
+    Validate,
+    /// The tool's check of the arguments.
     Check,
     Approve,
 }
 
 impl Serialize for HostRequest {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut t = s.serialize_tuple(8)?;
+        let mut t = s.serialize_tuple(9)?;
         t.serialize_element(&self.ticket)?;
         t.serialize_element(match self.kind {
+            HostKind::Validate => "validate",
             HostKind::Check => "check",
             HostKind::Approve => "approve",
         })?;
@@ -122,15 +129,20 @@ impl Serialize for HostRequest {
         t.serialize_element(&self.args)?;
         t.serialize_element(&self.rule)?;
         t.serialize_element(&self.reason)?;
+        t.serialize_element(&self.index)?;
         t.end()
     }
 }
 
-/// What the host answers to a request, as JSON: `{ problem? }` for a check, `{ decision: 'approve' | 'deny',
-/// reason?, arguments?, remember?: 'session' }` for an approval, `{ error }` when the function threw.
+/// What the host answers to a request, as JSON: `{ issues? }` for a validation, `{ problem? }` for a check,
+/// `{ decision: 'approve' | 'deny', reason?, arguments?, issues?, remember?: 'session' }` for an approval (issues:
+/// what the schema's own validation found in the edited arguments), `{ error }` when the function threw.
+/// Issues are `[JSON pointer, message]` pairs.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HostAnswer {
+    #[serde(default)]
+    issues: Option<Vec<(String, String)>>,
     #[serde(default)]
     problem: Option<String>,
     #[serde(default)]
@@ -502,7 +514,7 @@ impl Engine {
                     slot.result = Some(invoke::not_executed(slot.id.clone(), &t.spec.name, &stopped_after(id, name)));
                     valid_args = None;
                 } else if let (Some(args), Some(tool)) = (&valid_args, slot.tool.clone()) {
-                    let runs = self.gate(turn_id, index, &mut slot, &tool, args, &policy, now)
+                    let runs = self.gate(None, turn_id, index, &mut slot, &tool, args, &policy, now)
                         && (slot.pending.is_some() || self.avoid(turn_id, index, &mut slot, &tool, args, &policy.fields, now));
                     if !runs {
                         valid_args = None;
@@ -674,14 +686,17 @@ impl Engine {
         (slot, Some(args))
     }
 
-    /// The rest of admission for a call whose arguments are valid: the tool's own check (in the host), then the
-    /// permission station, which may ask the host for approval. False when the call is refused (the slot holds its
-    /// result); a call waiting on the host stays runnable.
+    /// The rest of admission for a call whose arguments are valid, from the step after `passed` on: the schema's
+    /// own validation and the tool's own check (in the host), then the permission station, which may ask the host
+    /// for approval. False when the call is refused (the slot holds its result); a call waiting on the host stays
+    /// runnable.
     #[allow(clippy::too_many_arguments)]
-    fn gate(&mut self, turn_id: u32, index: usize, slot: &mut Slot, tool: &Tool, args: &Value, policy: &Policy, now: Instant) -> bool {
-        if tool.spec.check {
-            self.ask_host(HostKind::Check, turn_id, index, slot, tool, args, None, now);
-            return true;
+    fn gate(&mut self, passed: Option<HostKind>, turn_id: u32, index: usize, slot: &mut Slot, tool: &Tool, args: &Value, policy: &Policy, now: Instant) -> bool {
+        for (kind, wanted) in [(HostKind::Validate, tool.spec.schema_check), (HostKind::Check, tool.spec.check)] {
+            if wanted && passed.is_none_or(|p| p < kind) {
+                self.ask_host(kind, turn_id, index, slot, tool, args, None, now);
+                return true;
+            }
         }
         self.permit(turn_id, index, slot, tool, args, policy, now)
     }
@@ -721,7 +736,7 @@ impl Engine {
         let ticket = self.next_ticket;
         self.next_ticket = self.next_ticket.wrapping_add(1).max(1);
         let limit = match kind {
-            HostKind::Check => self.options.check_timeout_ms,
+            HostKind::Validate | HostKind::Check => self.options.check_timeout_ms,
             HostKind::Approve => self.options.approval_timeout_ms,
         };
         let at = after(now, Duration::from_millis(limit));
@@ -730,7 +745,7 @@ impl Engine {
         tracing::debug!(turn = turn_id, call = %slot.id, ticket, kind = ?kind, "waiting on the host");
         slot.pending = Some(ticket);
         let (rule, reason) = rule.map_or((None, None), |(by, reason)| (Some(by), reason));
-        self.outbox.push(HostRequest { ticket, kind, turn: turn_id, call_id: slot.id.clone(), name: tool.spec.name.clone(), args: args.clone(), rule, reason });
+        self.outbox.push(HostRequest { ticket, kind, turn: turn_id, call_id: slot.id.clone(), name: tool.spec.name.clone(), args: args.clone(), rule, reason, index });
     }
 
     /// The host answered a request (a check or an approval). An answer that comes too late, or for a call whose
@@ -749,6 +764,7 @@ impl Engine {
     fn host_timed_out(&mut self, ticket: u32, now: Instant, step: &mut Step) {
         let Some((turn_id, index, kind, _)) = self.tickets.remove(&ticket) else { return };
         let (limit, what) = match kind {
+            HostKind::Validate => (self.options.check_timeout_ms, "validation"),
             HostKind::Check => (self.options.check_timeout_ms, "check"),
             HostKind::Approve => (self.options.approval_timeout_ms, "approval"),
         };
@@ -775,31 +791,43 @@ impl Engine {
         let id = slot.id.clone();
         let refuse = |kind: ErrorKind, error: String| ToolResult::failure(id.clone(), name.clone(), kind, error, false);
         let refused = match kind {
-            HostKind::Check => match (answer.error.or(answer.timed_out), answer.problem) {
-                (Some(failure), _) => {
-                    slot.marks.push(mark("check", "failed"));
-                    Some(refuse(ErrorKind::HandlerError, format!("Tool \"{name}\" was not run: its argument check failed ({failure}).")))
-                }
-                (None, Some(problem)) => {
-                    slot.marks.push(mark("check", "refused"));
-                    Some(refuse(ErrorKind::InvalidArguments, format!("Tool \"{name}\": {problem}. Change the arguments and call it again.")))
-                }
-                (None, None) => {
-                    slot.marks.push(mark("check", "ok"));
-                    let mut slot = std::mem::replace(slot, Slot::new(String::new()));
-                    let args = turn.args.get(&index).cloned().unwrap_or(Value::Null);
-                    let policy = turn.policy.clone();
-                    let allowed = self.permit(turn_id, index, &mut slot, &tool, &args, &policy, now);
-                    let waiting = slot.pending.is_some();
-                    let result = slot.result.take();
-                    self.turns.get_mut(&turn_id).expect("a live turn").slots[index] = slot;
-                    match (allowed, waiting) {
-                        (true, false) => return self.proceed(turn_id, index, now, step),
-                        (true, true) => return,
-                        (false, _) => result,
+            HostKind::Validate | HostKind::Check => {
+                let (station, failed) = match kind {
+                    HostKind::Validate => ("schema", "its schema's own validation failed"),
+                    _ => ("check", "its argument check failed"),
+                };
+                let redact = |text: &str| self.shaper.redact_text(text);
+                let problem = match (kind, answer.issues, answer.problem) {
+                    (HostKind::Validate, Some(issues), _) if !issues.is_empty() => Some(validate::issues(&name, &issues, &redact)),
+                    (HostKind::Check, _, Some(problem)) => Some(format!("Tool \"{name}\": {problem}. Change the arguments and call it again.")),
+                    _ => None,
+                };
+                match (answer.error.or(answer.timed_out), problem) {
+                    (Some(failure), _) => {
+                        slot.marks.push(mark(station, "failed"));
+                        Some(refuse(ErrorKind::HandlerError, format!("Tool \"{name}\" was not run: {failed} ({failure}).")))
+                    }
+                    (None, Some(problem)) => {
+                        slot.marks.push(mark(station, "refused"));
+                        Some(refuse(ErrorKind::InvalidArguments, problem))
+                    }
+                    (None, None) => {
+                        slot.marks.push(mark(station, "ok"));
+                        let mut slot = std::mem::replace(slot, Slot::new(String::new()));
+                        let args = turn.args.get(&index).cloned().unwrap_or(Value::Null);
+                        let policy = turn.policy.clone();
+                        let allowed = self.gate(Some(kind), turn_id, index, &mut slot, &tool, &args, &policy, now);
+                        let waiting = slot.pending.is_some();
+                        let result = slot.result.take();
+                        self.turns.get_mut(&turn_id).expect("a live turn").slots[index] = slot;
+                        match (allowed, waiting) {
+                            (true, false) => return self.proceed(turn_id, index, now, step),
+                            (true, true) => return,
+                            (false, _) => result,
+                        }
                     }
                 }
-            },
+            }
             HostKind::Approve => {
                 let asked_by = slot.permission.as_ref().map_or(String::new(), |(_, by)| by.clone());
                 let denial = match (answer.error, answer.timed_out, answer.decision.as_deref()) {
@@ -818,8 +846,9 @@ impl Engine {
                         ))
                     }
                     None => match answer.arguments {
-                        // Edited arguments meet everything the model's did: the schema, the checks, the deny rules.
-                        Some(edited) => match edited_problem(&tool, &edited, &turn.policy, &self.shaper) {
+                        // Edited arguments meet everything the model's did: the schema (and its own validation, which
+                        // the host ran on them), the checks, the deny rules.
+                        Some(edited) => match edited_problem(&tool, &edited, answer.issues.as_deref(), &turn.policy, &self.shaper) {
                             None => {
                                 slot.marks.push(mark("approval", "edited"));
                                 turn.args.insert(index, edited);
@@ -1845,10 +1874,18 @@ impl Shaping {
             Outcome::Text(text) | Outcome::Json(text) if text.len() <= self.tool.max_output_chars && text.len() < SENT_MAX_BYTES => Some(text.clone()),
             _ => None,
         };
+        let redact = |text: &str| self.shaper.redact_text(text);
         let mut result = match &bytes {
             Some(bytes) => normalize::binary(self.call_id.clone(), name, bytes),
             None => normalize(self.call_id.clone(), name, self.outcome),
         };
+        // A return value that breaks the tool's outputSchema is the tool's fault: a handler error, never retried.
+        if result.success && self.tool.output_validator.is_some() {
+            let value = result.metadata.structured.clone().unwrap_or_else(|| Value::String(result.output.clone()));
+            if let Err(error) = validate::output(&self.tool, &value, &redact) {
+                result = ToolResult::failure(self.call_id.clone(), self.tool.spec.name.clone(), ErrorKind::HandlerError, error, false);
+            }
+        }
         let (invoked, normalized) = match (result.success, result.metadata.structured.is_some()) {
             (false, _) => ("failed", "error"),
             (true, true) => ("returned", "structured"),
@@ -1906,9 +1943,13 @@ enum TurnEnd<'a> {
 }
 
 /// Why arguments edited at approval cannot run: the schema, the tool's checks or a deny rule refuses them.
-fn edited_problem(tool: &Tool, edited: &Value, policy: &Policy, shaper: &Shaper) -> Option<(ErrorKind, String)> {
-    if let Err(error) = validate::validate(tool, edited, &|text| shaper.redact_text(text)) {
+fn edited_problem(tool: &Tool, edited: &Value, issues: Option<&[(String, String)]>, policy: &Policy, shaper: &Shaper) -> Option<(ErrorKind, String)> {
+    let redact = |text: &str| shaper.redact_text(text);
+    if let Err(error) = validate::validate(tool, edited, &redact) {
         return Some((ErrorKind::InvalidArguments, error));
+    }
+    if let Some(issues) = issues.filter(|i| !i.is_empty()) {
+        return Some((ErrorKind::InvalidArguments, validate::issues(&tool.spec.name, issues, &redact)));
     }
     if let Err(problem) = checks::run(&tool.checks, edited) {
         return Some((ErrorKind::InvalidArguments, format!("Tool \"{}\": {problem}.", tool.spec.name)));

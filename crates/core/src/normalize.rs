@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 use crate::json;
 use crate::result::{Binary, ErrorKind, Image, ToolResult, NO_OUTPUT};
 use crate::retry;
+use crate::text;
 
 /// How much of stderr the model sees next to stdout; all of it stays in metadata.
 const STDERR_SUMMARY_CHARS: usize = 500;
@@ -25,6 +26,8 @@ pub enum Outcome {
     Unrepresentable(String),
     /// It returned bytes (a Buffer, a typed array): kept out of the model's context.
     Binary(Vec<u8>),
+    /// Its return value broke the tool's output schema, as the JS layer found: `[JSON pointer, message]` pairs.
+    Mismatch(Vec<(String, String)>),
 }
 
 impl Outcome {
@@ -35,6 +38,7 @@ impl Outcome {
             "none" => Outcome::Nothing,
             "thrown" => Outcome::Thrown(payload),
             "unrepresentable" => Outcome::Unrepresentable(payload),
+            "mismatch" => Outcome::Mismatch(serde_json::from_str(&payload).map_err(|e| format!("a mismatch's issues: {e}"))?),
             other => return Err(format!("unknown outcome kind \"{other}\"")),
         })
     }
@@ -102,6 +106,11 @@ pub fn normalize(call_id: String, name: String, outcome: Outcome) -> ToolResult 
             Err(e) if json::too_deep(&e) => ToolResult::success(call_id, name, json),
             Err(e) => handler_failure(call_id, name.clone(), format!("Tool \"{name}\" returned a value that is not valid JSON ({e})."), false),
         },
+        // The shape station redacts the error whole, then cuts it: nothing here is cut first.
+        Outcome::Mismatch(issues) => {
+            let problems = issues.iter().map(|(path, message)| text::problem(path, text::VALUE, message)).collect();
+            handler_failure(call_id, name.clone(), text::output_mismatch(&name, problems), false)
+        }
         Outcome::Unrepresentable(why) => handler_failure(
             call_id,
             name.clone(),

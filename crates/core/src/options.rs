@@ -301,6 +301,16 @@ pub struct ToolSpec {
     /// The host runs the tool's own check of the arguments before permission.
     #[serde(default)]
     pub check: bool,
+    /// The host runs the schema's own validation (a Standard Schema's refinements, transforms, defaults) after
+    /// the engine's, before the tool's check. Its patterns the engine cannot compile are left to the host.
+    #[serde(default)]
+    pub schema_check: bool,
+    /// JSON Schema of the handler's structured return value: a value that does not match is a handler error.
+    #[serde(default)]
+    pub output_schema: Option<Value>,
+    /// The host validates returned values too (a Standard Schema output schema): the same leniency on patterns.
+    #[serde(default)]
+    pub output_check: bool,
     /// `{ arg, root }` (or a list): a path argument must resolve inside the root.
     #[serde(default)]
     pub path_within: Option<Value>,

@@ -22,6 +22,8 @@ pub struct Tool {
     pub spec: ToolSpec,
     pub schema: Value,
     pub validator: Validator,
+    /// The handler's structured return value is checked against it (`outputSchema`).
+    pub output_validator: Option<Validator>,
     pub timeout_ms: u64,
     pub max_output_chars: usize,
     pub retry: RetryPolicy,
@@ -140,12 +142,37 @@ fn object_schema(name: &str, schema: Option<Value>) -> Result<Value, String> {
     Ok(schema)
 }
 
-fn compile(name: &str, schema: &Value) -> Result<Validator, String> {
-    jsonschema::options()
-        // Patterns run on model output: a linear-time engine, so no pattern can backtrack catastrophically.
-        .with_pattern_options(PatternOptions::regex())
-        .build(schema)
-        .map_err(|e| format!("tool \"{name}\": parameters is not a valid JSON Schema: {e}"))
+/// `field`: what the schema is, for the error. `host_validates`: the host runs the schema's own validation too,
+/// so a pattern the engine cannot compile (a lookaround, a backreference) is left to it rather than refused.
+fn compile(name: &str, field: &str, schema: &Value, host_validates: bool) -> Result<Validator, String> {
+    let build = |schema: &Value| {
+        jsonschema::options()
+            // Patterns run on model output: a linear-time engine, so no pattern can backtrack catastrophically.
+            .with_pattern_options(PatternOptions::regex())
+            .build(schema)
+    };
+    let lenient;
+    let schema = if host_validates {
+        lenient = without_foreign_patterns(schema, &|p| build(&json!({ "pattern": p })).is_ok());
+        &lenient
+    } else {
+        schema
+    };
+    build(schema).map_err(|e| format!("tool \"{name}\": {field} is not a valid JSON Schema: {e}"))
+}
+
+/// The schema with every `pattern` that `compiles` refuses taken out.
+fn without_foreign_patterns(schema: &Value, compiles: &dyn Fn(&str) -> bool) -> Value {
+    match schema {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, v)| !(k.as_str() == "pattern" && v.as_str().is_some_and(|p| !compiles(p))))
+                .map(|(k, v)| (k.clone(), without_foreign_patterns(v, compiles)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(|v| without_foreign_patterns(v, compiles)).collect()),
+        other => other.clone(),
+    }
 }
 
 /// Every alias must name a declared top-level property, and must not be one itself.
@@ -172,7 +199,8 @@ impl Registry {
             ));
         }
         let schema = object_schema(&spec.name, spec.parameters.take())?;
-        let validator = compile(&spec.name, &schema)?;
+        let validator = compile(&spec.name, "parameters", &schema, spec.schema_check)?;
+        let output_validator = spec.output_schema.as_ref().map(|o| compile(&spec.name, "outputSchema", o, spec.output_check)).transpose()?;
         let named = |e: String| format!("tool \"{}\": {e}", spec.name);
         let retry = match &spec.retry {
             Some(overrides) => options.retry.overridden(overrides).map_err(named)?,
@@ -199,6 +227,7 @@ impl Registry {
             retry,
             schema,
             validator,
+            output_validator,
             spec,
         };
         let name = tool.spec.name.clone();
@@ -248,6 +277,9 @@ impl Registry {
                 if let Some(n) = t.spec.max_concurrency {
                     item["maxConcurrency"] = json!(n);
                 }
+                if let Some(schema) = &t.spec.output_schema {
+                    item["outputSchema"] = schema.clone();
+                }
                 item
             })
             .collect();
@@ -270,8 +302,13 @@ impl Registry {
                 DefinitionFormat::Anthropic => {
                     json!({"name": name, "description": description, "input_schema": schema})
                 }
+                // Of these formats only the AI SDK's tools carry an output schema.
                 DefinitionFormat::AiSdk => {
-                    json!({"type": "function", "name": name, "description": description, "inputSchema": schema})
+                    let mut def = json!({"type": "function", "name": name, "description": description, "inputSchema": schema});
+                    if let Some(output) = &t.spec.output_schema {
+                        def["outputSchema"] = output.clone();
+                    }
+                    def
                 }
             }
         });

@@ -71,6 +71,36 @@ pub const QUOTED_CHARS: usize = 100;
 /// The most items of a list (properties, allowed values) that a message names.
 pub const LISTED_ITEMS: usize = 20;
 
+/// How many problems one message lists before it says "and N more".
+const MAX_LISTED: usize = 12;
+/// How a problem at the root of a returned value is placed.
+pub const VALUE: &str = "(the value)";
+
+/// One listed problem: where (`root` when the path is empty), then what.
+pub fn problem(path: &str, root: &str, what: &str) -> String {
+    format!("- {}: {what}", if path.is_empty() { root } else { path })
+}
+
+/// `what (N problems):`, the problems (at most MAX_LISTED), then the advice.
+pub fn worded(what: &str, problems: Vec<String>, advice: &str) -> String {
+    let count = problems.len();
+    let mut listed = problems.into_iter().take(MAX_LISTED).collect::<Vec<_>>().join("\n");
+    if count > MAX_LISTED {
+        listed.push_str(&format!("\n- … and {} more", count - MAX_LISTED));
+    }
+    let noun = if count == 1 { "problem" } else { "problems" };
+    format!("{what} ({count} {noun}):\n{listed}\n{advice}")
+}
+
+/// A handler's return value that does not match its tool's `outputSchema`: the tool is at fault, not the call.
+pub fn output_mismatch(name: &str, problems: Vec<String>) -> String {
+    worded(
+        &format!("Tool \"{name}\" returned a value that does not match its outputSchema"),
+        problems,
+        "The tool is at fault, not the call: do not retry it unchanged; tell the user or do something else.",
+    )
+}
+
 /// `text` cut to at most `max` characters, with "…" where it was cut.
 pub fn clip(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
     let cut = byte_at(text, max);

@@ -8,10 +8,7 @@ use jsonschema::ValidationError;
 use serde_json::Value;
 
 use crate::registry::Tool;
-use crate::text::{clip, list, quote, LISTED_ITEMS, QUOTED_CHARS};
-
-/// How many problems one message lists before it says "and N more".
-const MAX_LISTED: usize = 12;
+use crate::text::{clip, list, output_mismatch, problem, quote, worded, LISTED_ITEMS, QUOTED_CHARS, VALUE};
 
 /// `redact`: what the message quotes of the model's own text (keys, the paths they make) is redacted whole before it
 /// is cut, so that no cut leaves part of a secret.
@@ -19,26 +16,38 @@ pub fn validate(tool: &Tool, args: &Value, redact: &dyn Fn(&str) -> String) -> R
     if tool.validator.is_valid(args) {
         return Ok(());
     }
-    let problems: Vec<String> = tool
-        .validator
-        .iter_errors(args)
-        .map(|e| {
-            // The path is made of the model's keys: a long one is cut.
-            let path = e.instance_path().to_string();
-            let at = if path.is_empty() { "(arguments)".to_string() } else { clip(&redact(&path), QUOTED_CHARS).into_owned() };
-            format!("- {at}: {}", describe(&e, redact))
-        })
-        .collect();
-    let count = problems.len();
-    let mut listed = problems.into_iter().take(MAX_LISTED).collect::<Vec<_>>().join("\n");
-    if count > MAX_LISTED {
-        listed.push_str(&format!("\n- … and {} more", count - MAX_LISTED));
+    let what = format!("The arguments do not match the parameters of \"{}\"", tool.spec.name);
+    Err(worded(&what, problems(&tool.validator, args, ARGUMENTS, redact), ARGUMENTS_ADVICE))
+}
+
+/// What the schema's own validation found (a Standard Schema's refinements): each issue's path, a JSON pointer, and
+/// message, worded as the engine words its own.
+pub fn issues(name: &str, issues: &[(String, String)], redact: &dyn Fn(&str) -> String) -> String {
+    let listed = issues.iter().map(|(path, message)| located(path, ARGUMENTS, &clip(&redact(message), MESSAGE_CHARS), redact)).collect();
+    worded(&format!("The arguments do not match the parameters of \"{name}\""), listed, ARGUMENTS_ADVICE)
+}
+
+/// A handler's return value against the tool's `outputSchema`: the tool's fault, not the call's.
+pub fn output(tool: &Tool, value: &Value, redact: &dyn Fn(&str) -> String) -> Result<(), String> {
+    match &tool.output_validator {
+        Some(validator) if !validator.is_valid(value) => Err(output_mismatch(&tool.spec.name, problems(validator, value, VALUE, redact))),
+        _ => Ok(()),
     }
-    let noun = if count == 1 { "problem" } else { "problems" };
-    Err(format!(
-        "The arguments do not match the parameters of \"{}\" ({count} {noun}):\n{listed}\nFix these and call the tool again.",
-        tool.spec.name
-    ))
+}
+
+const ARGUMENTS_ADVICE: &str = "Fix these and call the tool again.";
+/// How a problem at the root of the arguments is placed.
+const ARGUMENTS: &str = "(arguments)";
+/// The longest message of a schema library's issue the model reads.
+const MESSAGE_CHARS: usize = 300;
+
+fn problems(validator: &jsonschema::Validator, value: &Value, root: &str, redact: &dyn Fn(&str) -> String) -> Vec<String> {
+    validator.iter_errors(value).map(|e| located(&e.instance_path().to_string(), root, &describe(&e, redact), redact)).collect()
+}
+
+/// One listed problem. The path is made of the model's keys: redacted whole, then a long one is cut.
+fn located(path: &str, root: &str, what: &str, redact: &dyn Fn(&str) -> String) -> String {
+    problem(&clip(&redact(path), QUOTED_CHARS), root, what)
 }
 
 fn describe(error: &ValidationError<'_>, redact: &dyn Fn(&str) -> String) -> String {

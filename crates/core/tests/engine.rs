@@ -4,7 +4,7 @@ mod common;
 
 use common::*;
 use serde_json::{json, Value};
-use toolgate_core::{DefinitionFormat, Engine, EngineOptions, ErrorKind, Outcome, Policy, Step, ToolSpec, TurnOptions};
+use toolgate_core::{DefinitionFormat, Engine, EngineOptions, ErrorKind, HostAnswer, HostKind, Outcome, Policy, Step, ToolSpec, TurnOptions};
 
 #[test]
 fn every_call_gets_one_result_in_input_order() {
@@ -255,4 +255,71 @@ fn definitions_take_each_providers_shape() {
     assert_eq!(one(DefinitionFormat::AiSdk)["inputSchema"], search_schema());
     let hidden = Policy { denied_tools: vec!["s".into()], ..Policy::default() };
     assert_eq!(e.definitions(DefinitionFormat::Anthropic, &hidden), json!([]));
+}
+
+#[test]
+fn the_schemas_own_validation_comes_after_the_engines_and_before_the_check_and_approval() {
+    let mut h = Host::new(json!({}));
+    h.answer = None;
+    h.tool(json!({"name": "pay", "needsApproval": true, "check": true, "schemaCheck": true,
+        "parameters": {"type": "object", "properties": {"to": {"type": "string", "pattern": "^(?!eve)"}}, "required": ["to"]}}),
+        Behaviour::Return(Outcome::Text("paid".into())));
+    let turn = h.begin(json!([{"id": "a", "name": "pay", "input": {"to": {"x": 1}}}, {"id": "b", "name": "pay", "input": {"to": "eve"}},
+        {"id": "c", "name": "pay", "input": {"to": "bob"}}]), Policy::default());
+    // The engine refused the first itself; the pattern it cannot compile is the host's to check.
+    let kinds: Vec<_> = h.requests.iter().map(|r| (r.kind, r.call_id.clone(), r.index)).collect();
+    assert_eq!(kinds, [(HostKind::Validate, "b".to_string(), 1), (HostKind::Validate, "c".to_string(), 2)]);
+    let answer = |h: &mut Host, json: Value| {
+        let request = h.requests.remove(0);
+        let step = h.engine.answer(request.ticket, HostAnswer::from_json(&json.to_string()).unwrap(), h.now);
+        h.apply(step);
+    };
+    answer(&mut h, json!({"issues": [["/to", "not to eve"], ["", "ghp_abcdefghijklmnopqrstuvwxyz0123456789 is not allowed"]]}));
+    answer(&mut h, json!({}));
+    assert_eq!(h.requests[0].kind, HostKind::Check, "the tool's check follows the schema's");
+    answer(&mut h, json!({}));
+    assert_eq!(h.requests[0].kind, HostKind::Approve);
+    answer(&mut h, json!({"decision": "approve", "arguments": {"to": "eve"}, "issues": [["/to", "not to eve"]]}));
+    let results = h.results(turn);
+    assert_eq!(results[0].error_kind, Some(ErrorKind::InvalidArguments));
+    assert_eq!(
+        error(&results[1]),
+        "The arguments do not match the parameters of \"pay\" (2 problems):\n- /to: not to eve\n- (arguments): [REDACTED:github-token] is not allowed\nFix these and call the tool again."
+    );
+    assert_eq!(results[1].metadata.stages.last().unwrap().station, "schema");
+    assert!(error(&results[2]).starts_with("The arguments as edited at approval were refused"), "{}", error(&results[2]));
+    assert!(error(&results[2]).contains("- /to: not to eve"));
+}
+
+#[test]
+fn a_pattern_the_engine_cannot_compile_is_refused_unless_the_host_validates_too() {
+    let mut engine = Engine::new(EngineOptions::default()).unwrap();
+    let schema = json!({"type": "object", "properties": {"to": {"type": "string", "pattern": "^(?!eve)"}}});
+    let err = engine.register(spec(json!({"name": "a", "parameters": schema}))).unwrap_err();
+    assert!(err.contains("parameters is not a valid JSON Schema"), "{err}");
+    let err = engine.register(spec(json!({"name": "b", "outputSchema": schema}))).unwrap_err();
+    assert!(err.contains("outputSchema is not a valid JSON Schema"), "{err}");
+    engine.register(spec(json!({"name": "c", "parameters": schema, "schemaCheck": true, "outputSchema": schema, "outputCheck": true}))).unwrap();
+}
+
+#[test]
+fn a_return_value_that_breaks_the_output_schema_is_a_handler_error_that_is_not_retried() {
+    let mut h = host();
+    let output = json!({"type": "object", "properties": {"total": {"type": "number"}}, "required": ["total"]});
+    h.tool_script(json!({"name": "report", "readOnly": true, "outputSchema": output}), vec![
+        Behaviour::Return(Outcome::Json(r#"{"total": "x"}"#.into())),
+        Behaviour::Return(Outcome::Mismatch(vec![("/total".into(), "must be even".into())])),
+        Behaviour::Return(Outcome::Json(r#"{"total": 2}"#.into())),
+    ]);
+    let results = h.run(json!([{"id": "a", "name": "report", "input": {}}]));
+    assert_eq!(
+        error(&results[0]),
+        "Tool \"report\" returned a value that does not match its outputSchema (1 problem):\n- /total: must be a number, got a string\n\
+         The tool is at fault, not the call: do not retry it unchanged; tell the user or do something else."
+    );
+    assert_eq!((results[0].error_kind, results[0].retryable, results[0].attempts), (Some(ErrorKind::HandlerError), false, 1));
+    let results = h.run(json!([{"id": "b", "name": "report", "input": {}}]));
+    assert!(error(&results[0]).contains("(1 problem):\n- /total: must be even\n"), "{}", error(&results[0]));
+    let results = h.run(json!([{"id": "c", "name": "report", "input": {}}]));
+    assert_eq!(results[0].metadata.structured, Some(json!({"total": 2})));
 }
