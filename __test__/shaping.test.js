@@ -322,7 +322,7 @@ describe('binary and image results', () => {
     const responses = formatResults([result], 'openai-responses')[0].output
     assert.deepEqual(responses, [{ type: 'input_text', text: result.output }, { type: 'input_image', image_url: `data:image/png;base64,${data}` }])
     const aiSdk = formatResults([result], 'ai-sdk').content[0].output
-    assert.deepEqual(aiSdk, { type: 'content', value: [{ type: 'text', text: result.output }, { type: 'media', data, mediaType: 'image/png' }] })
+    assert.deepEqual(aiSdk, { type: 'content', value: [{ type: 'text', text: result.output }, { type: 'file', mediaType: 'image/png', data: { type: 'data', data } }] })
     assert.equal(formatResults([result], 'openai-chat')[0].content, result.output, 'chat tool messages take text only')
   })
 })
