@@ -1,9 +1,263 @@
 // Types of the toolgate package entry (index.js). The native layer's generated types are in binding.d.ts.
 
-/** A JSON Schema describing a tool's arguments object (`type: 'object'` at the root). */
-export type JsonSchema = { [key: string]: unknown }
+// Only what is marked `export` is public: the schema helpers below stay private.
+export {}
+
+/** The names JSON Schema's `type` keyword takes. */
+export type JsonSchemaType = 'string' | 'number' | 'integer' | 'boolean' | 'object' | 'array' | 'null'
+
+/** A JSON value as a schema states it (`enum`, `const`, `default`, `examples`); `as const` makes its lists readonly. */
+type JsonSchemaValue = string | number | boolean | null | readonly JsonSchemaValue[] | { readonly [key: string]: JsonSchemaValue }
+type Subschema = JsonSchema | boolean
+type Subschemas = { readonly [name: string]: Subschema }
+
+/**
+ * A JSON Schema (2020-12, with draft-07's `definitions`, array `items` and `additionalItems`). Its keywords are
+ * typed; any other key (`x-…`, vendor keywords) is allowed, as JSON Schema ignores it. Lists may be readonly, so
+ * a schema written `as const` is one.
+ */
+export interface JsonSchema {
+  $schema?: string
+  $id?: string
+  $ref?: string
+  $anchor?: string
+  $dynamicRef?: string
+  $dynamicAnchor?: string
+  $comment?: string
+  $defs?: Subschemas
+  definitions?: Subschemas
+  title?: string
+  description?: string
+  default?: JsonSchemaValue
+  examples?: readonly JsonSchemaValue[]
+  deprecated?: boolean
+  readOnly?: boolean
+  writeOnly?: boolean
+  type?: JsonSchemaType | readonly JsonSchemaType[]
+  enum?: readonly JsonSchemaValue[]
+  const?: JsonSchemaValue
+  allOf?: readonly Subschema[]
+  anyOf?: readonly Subschema[]
+  oneOf?: readonly Subschema[]
+  not?: Subschema
+  if?: Subschema
+  then?: Subschema
+  else?: Subschema
+  multipleOf?: number
+  minimum?: number
+  maximum?: number
+  exclusiveMinimum?: number
+  exclusiveMaximum?: number
+  minLength?: number
+  maxLength?: number
+  pattern?: string
+  format?: string
+  contentEncoding?: string
+  contentMediaType?: string
+  contentSchema?: Subschema
+  /** A schema for every item, or (draft-07) a tuple's: `prefixItems` in 2020-12. */
+  items?: Subschema | readonly Subschema[]
+  prefixItems?: readonly Subschema[]
+  additionalItems?: Subschema
+  unevaluatedItems?: Subschema
+  contains?: Subschema
+  minContains?: number
+  maxContains?: number
+  minItems?: number
+  maxItems?: number
+  uniqueItems?: boolean
+  properties?: Subschemas
+  patternProperties?: Subschemas
+  additionalProperties?: Subschema
+  unevaluatedProperties?: Subschema
+  propertyNames?: Subschema
+  required?: readonly string[]
+  minProperties?: number
+  maxProperties?: number
+  dependentRequired?: { readonly [name: string]: readonly string[] }
+  dependentSchemas?: Subschemas
+  dependencies?: { readonly [name: string]: Subschema | readonly string[] }
+  /** OpenAPI's, not JSON Schema's: validation ignores it, so it would not let a null through. Write
+   * `type: ['string', 'null']`. */
+  nullable?: never
+  /** A Standard Schema without `~standard.jsonSchema` (such as a bare valibot schema) has no JSON Schema to give:
+   * wrap it (valibot: `toStandardJsonSchema` of `@valibot/to-json-schema`). */
+  '~standard'?: never
+  [keyword: string]: unknown
+}
+/** `T` as `JSON.parse` gives it: mutable lists, which SDK types (Anthropic's `input_schema`, JSONSchema7) require. */
+type Parsed<T> = T extends readonly (infer E)[] ? Parsed<E>[] : T extends object ? { -readonly [K in keyof T]: Parsed<T[K]> } : T
 /** A registered tool's schema: always says `type: 'object'` (added at registration when only implied). */
-export type ObjectJsonSchema = { type: 'object'; [key: string]: unknown }
+export interface ObjectJsonSchema extends Parsed<JsonSchema> {
+  type: 'object'
+}
+
+/** The Standard Typed interface of Standard Schema 1.1.0 (https://standardschema.dev), copied as the spec
+ * suggests so that these types depend on no package. */
+export interface StandardTypedV1<Input = unknown, Output = Input> {
+  readonly '~standard': StandardTypedV1.Props<Input, Output>
+}
+export declare namespace StandardTypedV1 {
+  interface Props<Input = unknown, Output = Input> {
+    readonly version: 1
+    readonly vendor: string
+    readonly types?: Types<Input, Output> | undefined
+  }
+  interface Types<Input = unknown, Output = Input> {
+    readonly input: Input
+    readonly output: Output
+  }
+}
+/** Standard Schema 1.1.0: a value that validates. */
+export interface StandardSchemaV1<Input = unknown, Output = Input> {
+  readonly '~standard': StandardSchemaV1.Props<Input, Output>
+}
+export declare namespace StandardSchemaV1 {
+  interface Props<Input = unknown, Output = Input> extends StandardTypedV1.Props<Input, Output> {
+    readonly validate: (value: unknown, options?: Options | undefined) => Result<Output> | Promise<Result<Output>>
+  }
+  type Result<Output> = SuccessResult<Output> | FailureResult
+  interface SuccessResult<Output> {
+    readonly value: Output
+    readonly issues?: undefined
+  }
+  interface FailureResult {
+    readonly issues: ReadonlyArray<Issue>
+  }
+  interface Issue {
+    readonly message: string
+    readonly path?: ReadonlyArray<PropertyKey | PathSegment> | undefined
+  }
+  interface PathSegment {
+    readonly key: PropertyKey
+  }
+  interface Options {
+    readonly libraryOptions?: Record<string, unknown> | undefined
+  }
+}
+/** Standard JSON Schema 1.1.0: a value that gives its JSON Schema. */
+export interface StandardJSONSchemaV1<Input = unknown, Output = Input> {
+  readonly '~standard': StandardJSONSchemaV1.Props<Input, Output>
+}
+export declare namespace StandardJSONSchemaV1 {
+  interface Props<Input = unknown, Output = Input> extends StandardTypedV1.Props<Input, Output> {
+    readonly jsonSchema: Converter
+  }
+  interface Converter {
+    readonly input: (options: Options) => Record<string, unknown>
+    readonly output: (options: Options) => Record<string, unknown>
+  }
+  type Target = 'draft-2020-12' | 'draft-07' | 'openapi-3.0' | ({} & string)
+  interface Options {
+    readonly target: Target
+    readonly libraryOptions?: Record<string, unknown> | undefined
+  }
+}
+export type InferInput<S extends StandardTypedV1> = NonNullable<S['~standard']['types']>['input']
+export type InferOutput<S extends StandardTypedV1> = NonNullable<S['~standard']['types']>['output']
+
+/** zod 4 before 4.2, and zod/mini, lack `~standard.jsonSchema` in their types, but toolgate takes them. */
+interface Zod4Schema extends StandardSchemaV1 {
+  readonly _zod: { readonly version: { readonly major: 4 } }
+}
+/**
+ * What `parameters` and `outputSchema` take: a JSON Schema, a Standard JSON Schema (zod 4.2+, ArkType 2, valibot
+ * through `toStandardJsonSchema`), or a zod 4 schema.
+ */
+export type ToolSchema = JsonSchema | StandardJSONSchemaV1 | Zod4Schema
+
+/**
+ * The type of the values a JSON Schema accepts, for a schema whose type is its literal (written `as const`, or
+ * inline in `register`). Read: `type`, `properties`, `required`, `additionalProperties`, `items`, `prefixItems`,
+ * `minItems`, `enum`, `const`, `anyOf`, `oneOf`, `allOf`. The other keywords narrow nothing here (`$ref`, `not`,
+ * `if`, `patternProperties`…): a schema made only of them is `unknown`.
+ */
+export type FromSchema<S> =
+  S extends true ? unknown
+  : S extends false ? never
+  : S extends { readonly const: infer C } ? C
+  : S extends { readonly enum: readonly (infer E)[] } ? E
+  : FromTypeKeywords<S> & FromCombinators<S>
+
+type FromTypeKeywords<S> =
+  S extends { readonly type: infer T } ? FromTypeName<S, T extends readonly (infer N)[] ? N : T>
+  : S extends { readonly properties: object } | { readonly required: readonly string[] } ? FromObject<S>
+  : unknown
+interface PrimitiveTypes {
+  string: string
+  number: number
+  integer: number
+  boolean: boolean
+  null: null
+}
+type FromTypeName<S, N> =
+  N extends keyof PrimitiveTypes ? PrimitiveTypes[N]
+  : N extends 'object' ? FromObject<S>
+  : N extends 'array' ? FromArray<S>
+  : never
+
+type FromCombinators<S> =
+  (S extends { readonly anyOf: readonly (infer M)[] } ? FromSchema<M> : unknown)
+  & (S extends { readonly oneOf: readonly (infer M)[] } ? FromSchema<M> : unknown)
+  & (S extends { readonly allOf: infer A } ? FromAllOf<A> : unknown)
+type FromAllOf<A> = A extends readonly [infer H, ...infer T] ? FromSchema<H> & FromAllOf<T> : unknown
+
+type FromObject<S> = ObjectOf<
+  S,
+  S extends { readonly properties: infer P } ? P : {},
+  // A `required` typed only as string[] names no key for certain.
+  S extends { readonly required: readonly (infer K extends string)[] } ? (string extends K ? never : K) : never
+>
+/**
+ * Without `additionalProperties`, only the declared properties: TypeScript object types are open anyway, and an
+ * index signature would let misspelt keys through as `unknown`. Beside declared properties an index signature can
+ * only be `unknown`, since TypeScript holds them to it too.
+ */
+type ObjectOf<S, P, R extends string> =
+  [keyof P | R] extends [never] ? Record<string, S extends { readonly additionalProperties: infer A } ? FromSchema<A> : unknown>
+  : Simplify<
+      { [K in keyof P & R]: FromSchema<P[K]> }
+      & { [K in Exclude<keyof P, R>]?: FromSchema<P[K]> }
+      & { [K in Exclude<R, keyof P>]: unknown }
+      & (S extends { readonly additionalProperties: true | object } ? { [key: string]: unknown } : {})
+    >
+/** `& {}` makes editors show the merged object rather than this alias. */
+type Simplify<T> = { [K in keyof T]: T[K] } & {}
+
+type FromArray<S> =
+  S extends { readonly prefixItems: infer P extends readonly unknown[] } ? TupleOf<P, MinItems<S>, ItemsAfter<S, 'items'>>
+  : S extends { readonly items: infer P extends readonly unknown[] } ? TupleOf<P, MinItems<S>, ItemsAfter<S, 'additionalItems'>>
+  : ItemsAfter<S, 'items'>
+type MinItems<S> = S extends { readonly minItems: infer N extends number } ? N : 0
+type ItemsAfter<S, K extends string> = S extends { readonly [_ in K]: infer I } ? (I extends false ? [] : FromSchema<I>[]) : unknown[]
+/** A tuple's items are optional past `minItems`, as JSON Schema does not require them. */
+type TupleOf<P extends readonly unknown[], Min, Rest extends unknown[], Out extends unknown[] = []> =
+  P extends readonly [infer H, ...infer T]
+    ? Out['length'] extends Min
+      ? [...Out, ...{ [K in keyof P]?: FromSchema<P[K]> }, ...Rest]
+      : TupleOf<T, Min, Rest, [...Out, FromSchema<H>]>
+    : [...Out, ...Rest]
+
+/**
+ * What a handler (and `check`) receives for `parameters: P`: a Standard Schema's output (its `validate` runs after
+ * the engine's validation), or its input when it has no `validate`; the type of a JSON Schema literal;
+ * `Record<string, unknown>` for a schema typed only as `JsonSchema`, or none.
+ */
+export type ToolArgs<P> =
+  0 extends 1 & P ? Record<string, unknown>
+  : JsonSchema extends P ? Record<string, unknown>
+  : P extends StandardSchemaV1 ? InferOutput<P>
+  : P extends StandardTypedV1 ? InferInput<P>
+  : ObjectArgs<FromSchema<P>>
+/** The engine hands a handler an object whatever the schema says. */
+type ObjectArgs<T> = unknown extends T ? Record<string, unknown> : T
+/** What a handler must return for `outputSchema: O`: what the schema takes in; anything without one. */
+export type ToolReturn<O> =
+  0 extends 1 & O ? unknown
+  : [O] extends [undefined] ? unknown
+  : JsonSchema extends O ? unknown
+  : O extends StandardTypedV1 ? InferInput<O>
+  : FromSchema<O>
 
 /** Why a call failed. Each kind tells a model something different about what to do next. */
 export type ErrorKind =
@@ -54,7 +308,10 @@ export interface ToolContext<Ctx = ExecutionContext> {
 }
 
 /** A handler may return a value or a Promise of one, and may throw or reject with anything. */
-export type ToolHandler<Args = any, Ctx = ExecutionContext> = (args: Args, ctx: ToolContext<Ctx>) => unknown
+export type ToolHandler<Args = Record<string, unknown>, Ctx = ExecutionContext, Return = unknown> = (
+  args: Args,
+  ctx: ToolContext<Ctx>,
+) => Return | PromiseLike<Return>
 
 /**
  * `off`: nothing; `note`: the result says how often the query already ran; `refuse`: a `duplicate` result;
@@ -94,13 +351,28 @@ export interface RetryPolicy {
   onTimeout?: boolean
 }
 
-export interface ToolSpec<Args = any, Ctx = ExecutionContext> {
+/**
+ * `P` and `O`: the types of `parameters` and `outputSchema`, from which the handler's arguments and return type
+ * follow (see `ToolArgs`, `ToolReturn`). `Args` replaces the arguments' type inferred from `P`.
+ */
+export interface ToolSpec<
+  P extends ToolSchema = ToolSchema,
+  Ctx = ExecutionContext,
+  O extends ToolSchema | undefined = ToolSchema | undefined,
+  Args = ToolArgs<P>,
+> {
   /** 1–64 characters of a-z, A-Z, 0-9, `_` and `-` (what every provider accepts). */
   name: string
   description?: string
-  /** JSON Schema of the arguments object. Compiled once at registration; one that does not compile throws. */
-  parameters?: JsonSchema
-  handler: ToolHandler<Args, Ctx>
+  /**
+   * The arguments object's schema: its JSON Schema is compiled once at registration (one that does not compile
+   * throws). A Standard Schema's refinements, transforms and defaults then run in JS, and the handler gets its output.
+   */
+  parameters?: P
+  /** Validates the handler's structured return value; the handler's return type is checked against what the schema
+   * takes in. */
+  outputSchema?: O
+  handler: ToolHandler<NoInfer<Args>, Ctx, NoInfer<ToolReturn<O>>>
   /** Only reads: consecutive read-only calls run concurrently; any other call runs alone. Default false. */
   readOnly?: boolean
   /** Running it twice with the same arguments has the same effect as once. Default false. */
@@ -139,7 +411,7 @@ export interface ToolSpec<Args = any, Ctx = ExecutionContext> {
   risk?: Risk
   /** The tool's own business check of the arguments, before permission: return nothing when fine, or the problem
    * (a string) to refuse the call as `invalid_arguments`. Throwing, or taking longer than `checkTimeoutMs`, fails it. */
-  check?: (args: Args, ctx: { callId: string; toolName: string; context: Ctx | undefined }) => unknown
+  check?: (args: NoInfer<Args>, ctx: { callId: string; toolName: string; context: Ctx | undefined }) => unknown
   /** A path argument (a name, or a JSON pointer such as '/file/path') must resolve inside `root`. */
   pathWithin?: { arg: string; root: string } | { arg: string; root: string }[]
   /** A URL argument's host must be one of `hosts` (`*.example.com` for its subdomains). */
@@ -147,6 +419,16 @@ export interface ToolSpec<Args = any, Ctx = ExecutionContext> {
   /** Replace a tool already registered under this name instead of throwing. */
   replace?: boolean
 }
+
+/**
+ * Returns `spec` as is: a tool declared apart from `register` keeps the types `register` would infer. `Ctx` follows
+ * the handler's `ctx` annotation (a `ToolContext<AppContext>` tool registers on a `ToolExecutor<AppContext>`).
+ */
+export declare function defineTool<
+  const P extends ToolSchema = ToolSchema,
+  const O extends ToolSchema | undefined = ToolSchema | undefined,
+  Ctx = ExecutionContext,
+>(spec: ToolSpec<P, Ctx, O>): ToolSpec<P, Ctx, O>
 
 export interface ExecutorOptions {
   /** Time limit for a tool that declares none. Default 30 000 ms. */
@@ -527,7 +809,8 @@ export interface ToolResultMetadata {
 }
 
 export interface ToolImage {
-  mediaType: string
+  /** Always an image type (the engine passes no other as an image). */
+  mediaType: `image/${string}`
   /** Base64. */
   data: string
 }
@@ -606,8 +889,19 @@ export interface DefinitionsOptions {
 
 export declare class ToolExecutor<Ctx extends ExecutionContext = ExecutionContext> {
   constructor(options?: ExecutorOptions)
-  /** Throws a TypeError on a bad name, a schema that does not compile, a duplicate name (unless `replace`), or an unknown field. */
-  register<Args = any>(spec: ToolSpec<Args, Ctx>): this
+  /**
+   * Throws a TypeError on a bad name, a schema that does not compile, a duplicate name (unless `replace`), or an
+   * unknown field. The handler's (and `check`'s) `args` follow from `parameters` (see `ToolArgs`) and its return
+   * type is checked against `outputSchema`. `register<Args>` states the arguments' type instead, unchecked against
+   * `parameters`: for a schema whose type says nothing, such as one loaded at run time.
+   */
+  register<
+    Args = never,
+    const P extends ToolSchema = ToolSchema,
+    const O extends ToolSchema | undefined = ToolSchema | undefined,
+  >(
+    spec: ToolSpec<P, Ctx, O, [Args] extends [never] ? ToolArgs<P> : Args>,
+  ): this
   /** Registers `read_artifact(path, offset?, limit?)` and `search_artifact(path, pattern)`, with which a model
    * pages through outputs saved to artifacts. They read only this executor's artifacts. */
   registerArtifactTools(): this
@@ -617,7 +911,8 @@ export declare class ToolExecutor<Ctx extends ExecutionContext = ExecutionContex
   definitions(format: 'openai-responses', options?: DefinitionsOptions): OpenAIResponsesTool[]
   definitions(format: 'openai-chat', options?: DefinitionsOptions): OpenAIChatTool[]
   definitions(format: 'anthropic', options?: DefinitionsOptions): AnthropicTool[]
-  /** With the AI SDK's `jsonSchema` helper: the `tools` record `generateText` takes (without `execute`). */
+  /** With the AI SDK's `jsonSchema` helper: the `tools` record (`ToolSet`) `generateText` takes, without `execute`.
+   * Pass the helper of the `ai` major you call: each major's schemas are its own type. */
   definitions<S>(
     format: 'ai-sdk',
     options: DefinitionsOptions & { jsonSchema: (schema: ObjectJsonSchema) => S },
@@ -652,11 +947,15 @@ export declare class ToolExecutor<Ctx extends ExecutionContext = ExecutionContex
 
 export type ResultFormat = 'anthropic' | 'openai-responses' | 'openai-chat' | 'ai-sdk'
 
+/** The image types the Anthropic API takes (`Base64ImageSource['media_type']` in `@anthropic-ai/sdk`). */
+export type AnthropicImageMediaType = 'image/jpeg' | 'image/png' | 'image/gif' | 'image/webp'
+/** A `tool_result` block (`ToolResultBlockParam` in `@anthropic-ai/sdk`). */
 export interface AnthropicToolResultBlock {
   type: 'tool_result'
   tool_use_id: string
-  /** Text, or text and then images when the result carries images. */
-  content: string | ({ type: 'text'; text: string } | { type: 'image'; source: { type: 'base64'; media_type: string; data: string } })[]
+  /** Text, or text and then images when the result carries images. Images of other types than
+   * `AnthropicImageMediaType` are left out: the API refuses them, and the text's "[image n: …]" line stands in. */
+  content: string | ({ type: 'text'; text: string } | { type: 'image'; source: { type: 'base64'; media_type: AnthropicImageMediaType; data: string } })[]
   is_error?: true
 }
 export interface AnthropicUserMessage {
@@ -673,17 +972,35 @@ export interface OpenAIChatToolMessage {
   tool_call_id: string
   content: string
 }
-export interface AISDKToolResultPart {
+/** An AI SDK major (the `ai` package's major version). */
+export type AISDKVersion = 5 | 6 | 7
+/**
+ * An image in a tool result's `content` output, as each AI SDK major takes it. 5 knows only `media` (anything
+ * else fails its message validation); 6 takes `image-data` (it still maps its deprecated `media`); 7 takes `file`
+ * (its providers drop `media`, and `image-data` is deprecated there).
+ */
+export interface AISDKImageParts {
+  5: { type: 'media'; data: string; mediaType: string }
+  6: { type: 'image-data'; data: string; mediaType: string }
+  7: { type: 'file'; mediaType: string; data: { type: 'data'; data: string } }
+}
+/** A tool-result part (`ToolResultPart` of AI SDK major `V`). */
+export interface AISDKToolResultPart<V extends AISDKVersion = 7> {
   type: 'tool-result'
   toolCallId: string
   toolName: string
   output:
     | { type: 'text' | 'error-text'; value: string }
-    | { type: 'content'; value: ({ type: 'text'; text: string } | { type: 'media'; data: string; mediaType: string })[] }
+    | { type: 'content'; value: ({ type: 'text'; text: string } | AISDKImageParts[V])[] }
 }
-export interface AISDKToolMessage {
+/** A tool message (`ToolModelMessage` of AI SDK major `V`). */
+export interface AISDKToolMessage<V extends AISDKVersion = 7> {
   role: 'tool'
-  content: AISDKToolResultPart[]
+  content: AISDKToolResultPart<V>[]
+}
+export interface AISDKFormatOptions<V extends AISDKVersion = AISDKVersion> {
+  /** The AI SDK major the message is for (default 7). Only results with images differ between majors. */
+  version?: V
 }
 
 /** One Anthropic user message of `tool_result` blocks (failures carry `is_error: true`). */
@@ -692,8 +1009,16 @@ export declare function formatResults(results: readonly ToolResult[], format: 'a
 export declare function formatResults(results: readonly ToolResult[], format: 'openai-responses'): OpenAIFunctionCallOutput[]
 /** Chat Completions `tool` messages. */
 export declare function formatResults(results: readonly ToolResult[], format: 'openai-chat'): OpenAIChatToolMessage[]
-/** One AI SDK tool message of tool-result parts. */
-export declare function formatResults(results: readonly ToolResult[], format: 'ai-sdk'): AISDKToolMessage
+/**
+ * One AI SDK tool message of tool-result parts, for `messages` of `generateText`/`streamText`. Failures are
+ * `error-text`; a result with images is `content` of text and image parts, written for AI SDK major `version`
+ * (default 7; pass `{ version: 5 }` or `{ version: 6 }` for those: no one image part works in all three).
+ */
+export declare function formatResults<V extends AISDKVersion = 7>(
+  results: readonly ToolResult[],
+  format: 'ai-sdk',
+  options?: AISDKFormatOptions<V>,
+): AISDKToolMessage<V>
 
 /** The text a model should read for one result. */
 export declare function forLlm(result: ToolResult): string

@@ -6,4 +6,9 @@ const { RetryableError, ERROR_KINDS } = require('./lib/errors.js')
 const { formatResults, forLlm } = require('./lib/formats.js')
 const { renderTimeline } = require('./lib/timeline.js')
 
-module.exports = { ToolExecutor, RetryableError, formatResults, forLlm, renderTimeline, ERROR_KINDS }
+/** A tool declared apart from `register`: returned as is, so that TypeScript infers its handler's arguments. */
+function defineTool(spec) {
+  return spec
+}
+
+module.exports = { ToolExecutor, RetryableError, defineTool, formatResults, forLlm, renderTimeline, ERROR_KINDS }

@@ -73,7 +73,7 @@ timed.register({
   idleTimeoutMs: 2_000,
   maxConcurrency: 1,
   retry: { maxRetries: 1, onTimeout: true },
-  handler: async (_args: Record<string, never>, ctx) => {
+  handler: async (_args: Record<string, unknown>, ctx) => {
     ctx.progress({ pages: 1 })
     if (ctx.attempt === 1) throw new RetryableError('busy', { retryAfterMs: 500 })
     return 'done'
