@@ -108,7 +108,7 @@ describe('zod schemas', () => {
 
   it('skips its own pass when JSON Schema says everything the schema checks', async () => {
     const { gate } = gateWith([
-      echo({ name: 'plain', parameters: z.object({ q: z.string().max(20), n: z.number().int().min(1).optional(), tags: z.array(z.enum(['a', 'b'])), at: z.union([z.string(), z.null()]) }) }),
+      echo({ name: 'plain', parameters: z.object({ q: z.string().max(20), n: z.number().int().min(1).optional(), i: z.int().max(9).optional(), f: z.float32().optional(), tags: z.array(z.enum(['a', 'b'])), at: z.union([z.string(), z.null()]) }) }),
       echo({ name: 'refined', parameters: z.object({ q: z.string().refine((s) => s !== 'x') }) }),
       echo({ name: 'email', parameters: z.object({ to: z.email() }) }),
     ])
@@ -116,6 +116,7 @@ describe('zod schemas', () => {
       call('plain', { q: 'x', tags: ['a'], at: null }, 'a'), call('refined', { q: 'y' }, 'b'), call('email', { to: 'a@b.co' }, 'c'), call('email', { to: 'nope' }, 'd'),
     ])
     assert.ok(!marks(plain).some((m) => m.startsWith('schema:')), marks(plain).join(' '))
+    assert.deepEqual(received(plain), { q: 'x', tags: ['a'], at: null })
     assert.ok(marks(refined).includes('schema:ok'))
     assert.ok(marks(email).includes('schema:ok'), 'a format the engine does not assert is zod\'s to check')
     assertFailure(badEmail, 'invalid_arguments', '/to')
@@ -162,6 +163,68 @@ describe('zod schemas', () => {
     assert.deepEqual(seen, [['check', { list: ['a', 'b'] }], ['attempt 1', { list: ['a', 'b'] }], ['attempt 2', { list: ['a', 'b'] }]])
   })
 
+  it('drops the keys zod strips when its own pass is skipped, at any depth; loose objects keep them', async () => {
+    const { gate } = gateWith([
+      echo({ name: 'save', parameters: z.object({ name: z.string(), tags: z.array(z.object({ id: z.int() })), meta: z.record(z.string(), z.object({ v: z.string() })).optional() }) }),
+      echo({ name: 'loose', parameters: z.looseObject({ name: z.string() }) }),
+      echo({ name: 'strict', parameters: z.strictObject({ name: z.string() }) }),
+    ])
+    const [save, loose, strict] = await gate.execute([
+      call('save', { name: 'eve', role: 'admin', tags: [{ id: 1, sneaky: true }], meta: { a: { v: 'x', w: 1 } } }, 'a'),
+      call('loose', { name: 'eve', role: 'admin' }, 'b'),
+      call('strict', { name: 'eve', role: 'admin' }, 'c'),
+    ])
+    assert.ok(!marks(save).some((m) => m.startsWith('schema:')), 'still no second pass')
+    assert.deepEqual(received(save), { name: 'eve', tags: [{ id: 1 }], meta: { a: { v: 'x' } } })
+    assert.deepEqual(received(loose), { name: 'eve', role: 'admin' })
+    assertFailure(strict, 'invalid_arguments', 'unexpected property "role"')
+  })
+
+  it('leaves what zod judges better to zod: regex flags, catch, coercion', async () => {
+    const { gate } = gateWith([echo({
+      name: 'lenient',
+      parameters: z.object({ code: z.string().regex(/^abc$/i), units: z.enum(['c', 'f']).catch('c'), on: z.coerce.boolean(), n: z.coerce.number() }),
+    })])
+    const [result] = await gate.execute([call('lenient', { code: 'ABC', units: 'kelvin', on: 'yes', n: true })])
+    assert.deepEqual(received(result), { code: 'ABC', units: 'c', on: true, n: 1 })
+    const [bad] = await gate.execute([call('lenient', { code: 'abd', units: 'c', on: 1, n: 1 })])
+    assertFailure(bad, 'invalid_arguments', '- /code: ')
+  })
+
+  it('takes zod/mini schemas and a root declared with .meta({ id })', async () => {
+    const zm = require('zod/mini')
+    const { gate } = gateWith([
+      echo({ name: 'mini', parameters: zm.object({ a: zm.string().check(zm.minLength(2)) }) }),
+      echo({ name: 'named', parameters: z.object({ q: z.string() }).meta({ id: 'SearchArgs' }) }),
+    ])
+    const [mini, short, named] = await gate.execute([call('mini', { a: 'ok' }, 'a'), call('mini', { a: 'x' }, 'b'), call('named', { q: 'x' }, 'c')])
+    assert.deepEqual(received(mini), { a: 'ok' })
+    assertFailure(short, 'invalid_arguments', '/a')
+    assert.deepEqual(received(named), { q: 'x' })
+    assert.equal(gate.definitions('anthropic')[1].input_schema.type, 'object')
+  })
+
+  it('never starts a retry whose own validation outlasts its call', async () => {
+    let started = 0
+    const gate = new ToolExecutor({ retry: { maxRetries: 1, initialDelayMs: 1 } })
+    gate.register({
+      name: 'pay',
+      idempotent: true,
+      cache: false,
+      timeoutMs: 60,
+      parameters: z.object({ to: z.string() }).refine(async () => { await sleep(started === 0 ? 0 : 200); return true }),
+      handler: () => {
+        started += 1
+        throw Object.assign(new Error('busy'), { retryable: true })
+      },
+    })
+    const [result] = await gate.execute([call('pay', { to: 'bob' })])
+    assertFailure(result, 'timeout')
+    await sleep(250)
+    assert.equal(started, 1, 'the second attempt timed out while validating: its handler never ran')
+    assert.deepEqual(gate.pendingHandlers(), [])
+  })
+
   it('validates arguments edited at approval with the schema\'s own checks, and runs on their output', async () => {
     let edit
     const { gate, calls } = gateWith([echo({
@@ -176,6 +239,22 @@ describe('zod schemas', () => {
     edit = { to: 'carol' }
     const [ok] = await gate.execute([call('send', { to: 'bob' })])
     assert.deepEqual(received(ok), { to: 'CAROL' })
+  })
+
+  it('bounds the validation of edited arguments by checkTimeoutMs, and reads issues: [] as a failure', async () => {
+    const odd = (name, validate) => ({ name, needsApproval: true, handler: () => 'ran', parameters: { '~standard': { version: 1, vendor: 'odd', validate, jsonSchema: { input: () => ({ type: 'object' }) } } } })
+    let edits = 0
+    const { gate, calls } = gateWith([
+      odd('hangs', () => (edits++ === 0 ? { value: {} } : new Promise(() => {}))),
+      odd('empty', (value) => (value.to === 'mallory' ? { issues: [] } : { value })),
+    ], { checkTimeoutMs: 50, approve: () => ({ decision: 'approve', arguments: { to: 'mallory' } }) })
+    const started = Date.now()
+    const [hung] = await gate.execute([call('hangs', {})])
+    assert.ok(Date.now() - started < 1_000, 'not the 60 s approval limit')
+    assertFailure(hung, 'invalid_arguments', 'edited at approval', 'no validation came within 50 ms')
+    const [empty] = await gate.execute([call('empty', { to: 'bob' })])
+    assertFailure(empty, 'invalid_arguments', 'edited at approval', 'the schema refused the value without saying why')
+    assert.deepEqual(Object.values(calls), [0, 0])
   })
 
   it('fails the call, never the process, when the schema\'s validation throws, hangs or answers nonsense', async () => {
@@ -228,6 +307,8 @@ describe('values that are no schema', () => {
       })
     }
     assert.throws(() => gate.register({ name: 'bad', outputSchema: new Shape(), handler: () => 1 }), /tool "bad": outputSchema must be a JSON Schema .* got an instance of Shape/)
+    assert.throws(() => gate.register({ name: 'bad', parameters: { type: 'object', properties: { n: z.number() } }, handler: () => 1 }),
+      /tool "bad": parameters: a zod schema at \/properties\/n inside a JSON Schema cannot be sent to a model/)
     assert.deepEqual(gate.list(), [])
   })
 })
@@ -307,12 +388,48 @@ describe('outputSchema', () => {
     assertFailure(wrong, 'handler_error', '/n')
   })
 
+  it('settles the call whatever the output validation does, and never lets one call\'s issues sink another turn', async () => {
+    const odd = (name, validate) => ({ name, readOnly: true, handler: () => ({ status: 'caf\ud83d' }), outputSchema: { '~standard': { version: 1, vendor: 'odd', validate, jsonSchema: { input: () => ({}) } } } })
+    const { gate } = gateWith([
+      odd('nonsense', () => Promise.resolve(null)),
+      odd('badIssues', () => Promise.resolve({ get issues() { throw new Error('boom') } })),
+      odd('thenGetter', () => ({ get then() { throw new Error('then getter') } })),
+      odd('surrogate', (v) => ({ issues: [{ message: `received "${v.status}"`, path: ['status'] }] })),
+      { name: 'slow', readOnly: true, handler: () => sleep(30, 'slow done') },
+    ])
+    const other = gate.execute([call('slow', {}, 's')])
+    const results = await gate.execute(['nonsense', 'badIssues', 'thenGetter', 'surrogate'].map((n, i) => call(n, {}, `c${i}`)))
+    assertFailure(results[0], 'handler_error', 'neither { value } nor { issues }')
+    assertFailure(results[1], 'handler_error', 'boom')
+    assertFailure(results[2], 'handler_error', 'then getter')
+    assertFailure(results[3], 'handler_error', '- /status: received "caf\ufffd"')
+    assertSuccess((await other)[0], 'slow done')
+  })
+
+  it('checks values, text and nothing, but not bytes or images', async () => {
+    let value
+    const { gate } = gateWith([
+      { name: 'json', outputSchema: { type: 'object' }, handler: () => value },
+      { name: 'zod', outputSchema: z.object({ n: z.number() }).optional(), handler: () => value },
+    ])
+    const run = async (name) => (await gate.execute([call(name, {})]))[0]
+    value = undefined
+    assertFailure(await run('json'), 'handler_error', '(the value): must be an object, got null')
+    assertSuccess(await run('zod'), undefined)
+    value = Buffer.from('abc')
+    assertSuccess(await run('json'))
+    value = { type: 'image', data: Buffer.from('x').toString('base64'), mediaType: 'image/png' }
+    assertSuccess(await run('json'))
+  })
+
   it('is shown by list() and by the definitions of the formats that carry one', () => {
     const gate = new ToolExecutor()
     gate.register({ name: 'report', outputSchema: z.object({ total: z.number() }), handler: () => ({ total: 1 }) })
     const expected = { type: 'object', properties: { total: { type: 'number' } }, required: ['total'] }
     assert.deepEqual(gate.list()[0].outputSchema, expected)
     assert.deepEqual(gate.definitions('ai-sdk')[0].outputSchema, expected)
+    const withHelper = gate.definitions('ai-sdk', { jsonSchema: (schema) => ({ wrapped: schema }) })
+    assert.deepEqual(withHelper.report.outputSchema, { wrapped: expected })
     for (const format of ['anthropic', 'openai-chat', 'openai-responses']) {
       assert.ok(!JSON.stringify(gate.definitions(format)).includes('outputSchema'), format)
     }

@@ -19,6 +19,12 @@ const CLOSE_TIMEOUT_MS = 5_000
 /** Strings at least this long cross as UTF-8 bytes, a slice of this many characters per turn of the event loop:
  * encoding 10 MB at once would stall the loop for 15–20 ms. The engine shapes them off the JS thread. */
 const LARGE_CHARS = 256 * 1024
+/** How long a tool's check, or a schema's own validation, may take unless the executor says otherwise (the
+ * engine's default for `checkTimeoutMs`). */
+const CHECK_TIMEOUT_MS = 10_000
+/** What a handler's promise resolves to when its call ended while a retry's validation was still running: the
+ * handler never started. */
+const NEVER_STARTED = Symbol('never started')
 /** How often artifacts past their TTL are looked for. */
 const SWEEP_MS = 60_000
 /** The most characters `read_artifact` returns per call (the engine's cap), and room for its header. */
@@ -46,6 +52,9 @@ class ToolExecutor {
    * handler receives its output) and `outputSchema` (on what the handler returns). */
   #validations = new Map()
   #outputValidations = new Map()
+  /** For zod tools whose own validation is skipped: drops the keys zod would strip, by tool name. */
+  #prunes = new Map()
+  #checkTimeoutMs
   #turns = new Map()
   #runs = new Map()
   /** Handlers whose calls timed out or were cancelled but which have not settled yet, by run. */
@@ -75,6 +84,7 @@ class ToolExecutor {
     const engineOptions = pick(options, [...ENGINE_OPTIONS, ...LISTENER_OPTIONS, ...OBSERVER_OPTIONS], 'ToolExecutor options')
     this.#listeners = takeListeners(engineOptions, 'ToolExecutor options')
     this.#observers = takeObservers(engineOptions, this.#listeners.onTrace)
+    this.#checkTimeoutMs = engineOptions.checkTimeoutMs ?? CHECK_TIMEOUT_MS
     // Stage timings cost a little per call: results carry them when asked (`trace: true`, for timelines) or when
     // trace events or audit records are wanted.
     if (this.#observers?.onTrace || this.#observers?.auditSink || this.#observers?.onRecord) engineOptions.trace = true
@@ -100,11 +110,14 @@ class ToolExecutor {
     const output = toolSchema(fields.outputSchema, 'outputSchema', spec.name)
     if (parameters) fields.parameters = parameters.json
     if (output) fields.outputSchema = output.json
-    if (parameters?.validate) fields.schemaCheck = true
+    if (parameters?.validate) Object.assign(fields, { schemaCheck: true, validationSchema: parameters.lenient })
     if (output?.validate) fields.outputCheck = true
     programmerError(() => this.#engine.register(JSON.stringify(fields)))
     this.#handlers.set(spec.name, handler)
-    const kept = [[this.#judges, judge], [this.#checks, check], [this.#validations, parameters?.validate], [this.#outputValidations, output?.validate]]
+    const kept = [
+      [this.#judges, judge], [this.#checks, check], [this.#validations, parameters?.validate],
+      [this.#outputValidations, output?.validate], [this.#prunes, parameters?.prune],
+    ]
     for (const [map, fn] of kept) {
       if (fn) map.set(spec.name, fn)
       else map.delete(spec.name)
@@ -155,7 +168,7 @@ class ToolExecutor {
 
   unregister(name) {
     this.#handlers.delete(name)
-    for (const map of [this.#judges, this.#checks, this.#validations, this.#outputValidations]) map.delete(name)
+    for (const map of [this.#judges, this.#checks, this.#validations, this.#outputValidations, this.#prunes]) map.delete(name)
     return this.#engine.unregister(String(name))
   }
 
@@ -173,7 +186,11 @@ class ToolExecutor {
     const defs = JSON.parse(this.#engine.definitions(format, policy))
     if (format !== 'ai-sdk' || typeof options.jsonSchema !== 'function') return defs
     // With the AI SDK's jsonSchema helper: the `tools` record generateText/streamText take (no execute: toolgate runs them).
-    return Object.fromEntries(defs.map((d) => [d.name, { description: d.description, inputSchema: options.jsonSchema(d.inputSchema) }]))
+    return Object.fromEntries(defs.map((d) => {
+      const tool = { description: d.description, inputSchema: options.jsonSchema(d.inputSchema) }
+      if (d.outputSchema !== undefined) tool.outputSchema = options.jsonSchema(d.outputSchema)
+      return [d.name, tool]
+    }))
   }
 
   /** How many handlers are running now, across all turns. */
@@ -393,7 +410,7 @@ class ToolExecutor {
     if (kind === 'validate') {
       pending = this.#validated(turn, index, toolName, args)
     } else if (kind === 'check') {
-      const input = turn?.parsed?.get(index) ?? args
+      const input = turn?.parsed?.has(index) ? turn.parsed.get(index) : this.#pruned(toolName, args)
       pending = callHost(() => this.#checks.get(toolName)(input, { callId, toolName, context }))
         .then((problem) => (problem == null || problem === true ? {} : { problem: describeProblem(problem) }))
     } else if (this.#listeners.approve === undefined) {
@@ -402,8 +419,12 @@ class ToolExecutor {
       const request = { callId, toolName, arguments: args, rule, reason: reason ?? undefined, context }
       pending = callHost(() => this.#listeners.approve(request)).then(readApproval).then((answer) => {
         if (answer.arguments === undefined || !this.#validations.has(toolName)) return answer
-        // Edited arguments pass the schema's own validation too; its output is what the handler then receives.
-        return this.#validated(turn, index, toolName, answer.arguments).then((verdict) => ({ ...answer, ...verdict }))
+        // Edited arguments pass the schema's own validation too, within the time a validation has; its output is
+        // what the handler then receives. One that fails or takes too long refuses the edit.
+        const failed = (why) => ({ issues: [['', `the schema's own validation of them failed (${why})`]] })
+        return withinTime(this.#validated(turn, index, toolName, answer.arguments), this.#checkTimeoutMs)
+          .then((verdict) => verdict ?? failed(`no validation came within ${this.#checkTimeoutMs} ms`), (err) => failed(describeProblem(err)))
+          .then((verdict) => ({ ...answer, ...verdict }))
       })
     }
     pending
@@ -455,23 +476,40 @@ class ToolExecutor {
     try {
       if (!handler) throw new Error(`tool "${name}" was unregistered before this call started`)
       const input = this.#inputOf(turn, index, name, args, attempt)
-      returned = input instanceof Promise ? input.then((value) => handler(value, ctx)) : handler(input, ctx)
+      // A retry's own validation may outlast its call: the handler then never starts.
+      returned = input instanceof Promise ? input.then((value) => (this.#runs.get(run) === call ? handler(value, ctx) : NEVER_STARTED)) : handler(input, ctx)
     } catch (err) {
       returned = Promise.reject(err)
     }
     const checkOutput = this.#outputValidations.get(name)
     // Promise.resolve also absorbs thenables whose `then` throws; a plain value settles on the next microtask.
     Promise.resolve(returned).then(
-      (value) => (checkOutput ? this.#settleChecked(run, value, checkOutput) : this.#settle(run, value, describeReturn)),
+      (value) => {
+        if (value === NEVER_STARTED) this.#neverStarted(run)
+        else if (checkOutput) this.#settleChecked(run, value, checkOutput)
+        else this.#settle(run, value, describeReturn)
+      },
       (err) => this.#settle(run, err, describeThrown),
     )
+  }
+
+  /** A run the engine ended before its handler could start: nothing of it is left to wait for. */
+  #neverStarted(run) {
+    if (!this.#abandoned.delete(run)) return
+    if (this.#abandoned.size === 0 && this.#turns.size === 0) this.#onIdle?.()
+  }
+
+  /** The arguments with the keys a zod schema strips dropped, for a tool whose zod validation is skipped. */
+  #pruned(name, args) {
+    const prune = this.#prunes.get(name)
+    return prune === undefined ? args : prune(args)
   }
 
   /** What the handler receives: the arguments, or the output of the schema's own validation of them (kept from
    * admission for the first attempt; a retry validates its fresh copy again). */
   #inputOf(turn, index, name, args, attempt) {
     const validate = this.#validations.get(name)
-    if (validate === undefined) return args
+    if (validate === undefined) return this.#pruned(name, args)
     if (attempt === 1 && turn.parsed?.has(index)) {
       const value = turn.parsed.get(index)
       turn.parsed.delete(index)
@@ -486,28 +524,19 @@ class ToolExecutor {
     return typeof verdict?.then === 'function' ? Promise.resolve(verdict).then(passed) : passed(verdict)
   }
 
-  /** A returned value checked by the tool's Standard Schema `outputSchema` before it settles the run. */
+  /** A returned value checked by the tool's Standard Schema `outputSchema` before it settles the run. Whatever the
+   * validation does (throws, rejects, answers nonsense), the run settles. */
   #settleChecked(run, value, validate) {
-    const verdict = (result) => {
-      const { issues } = validationResult(result)
+    callHost(() => validate(value)).then((result) => {
+      let issues
+      try {
+        ;({ issues } = validationResult(result))
+      } catch (err) {
+        return this.#settle(run, err, describeThrown)
+      }
       if (issues) this.#settle(run, issues, describeMismatch)
       else this.#settle(run, value, describeReturn)
-    }
-    const failed = (err) => this.#settle(run, err, describeThrown)
-    let result
-    try {
-      result = validate(value)
-    } catch (err) {
-      return failed(err)
-    }
-    if (typeof result?.then === 'function') Promise.resolve(result).then(verdict, failed)
-    else {
-      try {
-        verdict(result)
-      } catch (err) {
-        failed(err)
-      }
-    }
+    }, (err) => this.#settle(run, err, describeThrown))
   }
 
   #settle(run, value, describe) {
@@ -788,6 +817,16 @@ const TIMEOUT_MESSAGES = {
   timeout: 'The tool call exceeded its time limit',
   idle_timeout: 'The tool call reported no progress within its idle limit',
   cancelled: 'The tool call was cancelled',
+}
+
+/** What `promise` resolves to, or undefined once `ms` pass first (the timer holds no process open). */
+function withinTime(promise, ms) {
+  let timer
+  const late = new Promise((resolve) => {
+    timer = setTimeout(resolve, ms)
+    timer.unref()
+  })
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer))
 }
 
 /** Issues an output schema found, as the engine's settlement kind for them. */

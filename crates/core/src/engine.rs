@@ -798,7 +798,7 @@ impl Engine {
                 };
                 let redact = |text: &str| self.shaper.redact_text(text);
                 let problem = match (kind, answer.issues, answer.problem) {
-                    (HostKind::Validate, Some(issues), _) if !issues.is_empty() => Some(validate::issues(&name, &issues, &redact)),
+                    (HostKind::Validate, Some(issues), _) => Some(validate::issues(&name, &issues, &redact)),
                     (HostKind::Check, _, Some(problem)) => Some(format!("Tool \"{name}\": {problem}. Change the arguments and call it again.")),
                     _ => None,
                 };
@@ -1875,13 +1875,25 @@ impl Shaping {
             _ => None,
         };
         let redact = |text: &str| self.shaper.redact_text(text);
+        // What an output schema describes: a returned value, text or nothing; not bytes, images or JSON too deep to
+        // hold as a structure.
+        let checked = match &self.outcome {
+            Outcome::Json(_) => Some(None),
+            Outcome::Text(text) => Some(Some(Value::String(text.clone()))),
+            Outcome::Nothing => Some(Some(Value::Null)),
+            _ => None,
+        };
         let mut result = match &bytes {
             Some(bytes) => normalize::binary(self.call_id.clone(), name, bytes),
             None => normalize(self.call_id.clone(), name, self.outcome),
         };
         // A return value that breaks the tool's outputSchema is the tool's fault: a handler error, never retried.
-        if result.success && self.tool.output_validator.is_some() {
-            let value = result.metadata.structured.clone().unwrap_or_else(|| Value::String(result.output.clone()));
+        let value = match checked.filter(|_| result.success && self.tool.output_validator.is_some()) {
+            Some(None) => result.metadata.structured.clone().filter(|_| result.metadata.images.is_empty()),
+            Some(value) => value,
+            None => None,
+        };
+        if let Some(value) = value {
             if let Err(error) = validate::output(&self.tool, &value, &redact) {
                 result = ToolResult::failure(self.call_id.clone(), self.tool.spec.name.clone(), ErrorKind::HandlerError, error, false);
             }
@@ -1948,7 +1960,7 @@ fn edited_problem(tool: &Tool, edited: &Value, issues: Option<&[(String, String)
     if let Err(error) = validate::validate(tool, edited, &redact) {
         return Some((ErrorKind::InvalidArguments, error));
     }
-    if let Some(issues) = issues.filter(|i| !i.is_empty()) {
+    if let Some(issues) = issues {
         return Some((ErrorKind::InvalidArguments, validate::issues(&tool.spec.name, issues, &redact)));
     }
     if let Err(problem) = checks::run(&tool.checks, edited) {

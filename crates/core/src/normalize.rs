@@ -38,7 +38,8 @@ impl Outcome {
             "none" => Outcome::Nothing,
             "thrown" => Outcome::Thrown(payload),
             "unrepresentable" => Outcome::Unrepresentable(payload),
-            "mismatch" => Outcome::Mismatch(serde_json::from_str(&payload).map_err(|e| format!("a mismatch's issues: {e}"))?),
+            // Read as leniently as everything else from JS: a library's message may quote half a surrogate pair.
+            "mismatch" => Outcome::Mismatch(json::from_str_mended(&payload).map(|(issues, _)| issues).map_err(|e| format!("a mismatch's issues: {e}"))?),
             other => return Err(format!("unknown outcome kind \"{other}\"")),
         })
     }

@@ -302,13 +302,18 @@ pub struct ToolSpec {
     #[serde(default)]
     pub check: bool,
     /// The host runs the schema's own validation (a Standard Schema's refinements, transforms, defaults) after
-    /// the engine's, before the tool's check. Its patterns the engine cannot compile are left to the host.
+    /// the engine's, before the tool's check.
     #[serde(default)]
     pub schema_check: bool,
-    /// JSON Schema of the handler's structured return value: a value that does not match is a handler error.
+    /// With `schema_check`: the JSON Schema the engine validates with, `parameters` less what the host's own
+    /// validation judges better (patterns, whose flags JSON Schema drops; a library's fallbacks and coercions).
+    #[serde(default)]
+    pub validation_schema: Option<Value>,
+    /// JSON Schema of the handler's return value: a value that does not match is a handler error.
     #[serde(default)]
     pub output_schema: Option<Value>,
-    /// The host validates returned values too (a Standard Schema output schema): the same leniency on patterns.
+    /// The host validates returned values against the output schema (a Standard Schema's own validation), so the
+    /// engine does not.
     #[serde(default)]
     pub output_check: bool,
     /// `{ arg, root }` (or a list): a path argument must resolve inside the root.

@@ -142,37 +142,13 @@ fn object_schema(name: &str, schema: Option<Value>) -> Result<Value, String> {
     Ok(schema)
 }
 
-/// `field`: what the schema is, for the error. `host_validates`: the host runs the schema's own validation too,
-/// so a pattern the engine cannot compile (a lookaround, a backreference) is left to it rather than refused.
-fn compile(name: &str, field: &str, schema: &Value, host_validates: bool) -> Result<Validator, String> {
-    let build = |schema: &Value| {
-        jsonschema::options()
-            // Patterns run on model output: a linear-time engine, so no pattern can backtrack catastrophically.
-            .with_pattern_options(PatternOptions::regex())
-            .build(schema)
-    };
-    let lenient;
-    let schema = if host_validates {
-        lenient = without_foreign_patterns(schema, &|p| build(&json!({ "pattern": p })).is_ok());
-        &lenient
-    } else {
-        schema
-    };
-    build(schema).map_err(|e| format!("tool \"{name}\": {field} is not a valid JSON Schema: {e}"))
-}
-
-/// The schema with every `pattern` that `compiles` refuses taken out.
-fn without_foreign_patterns(schema: &Value, compiles: &dyn Fn(&str) -> bool) -> Value {
-    match schema {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .filter(|(k, v)| !(k.as_str() == "pattern" && v.as_str().is_some_and(|p| !compiles(p))))
-                .map(|(k, v)| (k.clone(), without_foreign_patterns(v, compiles)))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(|v| without_foreign_patterns(v, compiles)).collect()),
-        other => other.clone(),
-    }
+/// `field`: what the schema is, for the error.
+fn compile(name: &str, field: &str, schema: &Value) -> Result<Validator, String> {
+    jsonschema::options()
+        // Patterns run on model output: a linear-time engine, so no pattern can backtrack catastrophically.
+        .with_pattern_options(PatternOptions::regex())
+        .build(schema)
+        .map_err(|e| format!("tool \"{name}\": {field} is not a valid JSON Schema: {e}"))
 }
 
 /// Every alias must name a declared top-level property, and must not be one itself.
@@ -199,8 +175,9 @@ impl Registry {
             ));
         }
         let schema = object_schema(&spec.name, spec.parameters.take())?;
-        let validator = compile(&spec.name, "parameters", &schema, spec.schema_check)?;
-        let output_validator = spec.output_schema.as_ref().map(|o| compile(&spec.name, "outputSchema", o, spec.output_check)).transpose()?;
+        let validator = compile(&spec.name, "parameters", spec.validation_schema.as_ref().unwrap_or(&schema))?;
+        let checked_output = spec.output_schema.as_ref().filter(|_| !spec.output_check);
+        let output_validator = checked_output.map(|o| compile(&spec.name, "outputSchema", o)).transpose()?;
         let named = |e: String| format!("tool \"{}\": {e}", spec.name);
         let retry = match &spec.retry {
             Some(overrides) => options.retry.overridden(overrides).map_err(named)?,

@@ -262,11 +262,12 @@ fn the_schemas_own_validation_comes_after_the_engines_and_before_the_check_and_a
     let mut h = Host::new(json!({}));
     h.answer = None;
     h.tool(json!({"name": "pay", "needsApproval": true, "check": true, "schemaCheck": true,
-        "parameters": {"type": "object", "properties": {"to": {"type": "string", "pattern": "^(?!eve)"}}, "required": ["to"]}}),
+        "parameters": {"type": "object", "properties": {"to": {"type": "string", "pattern": "^(?!eve)"}}, "required": ["to"]},
+        "validationSchema": {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}}),
         Behaviour::Return(Outcome::Text("paid".into())));
     let turn = h.begin(json!([{"id": "a", "name": "pay", "input": {"to": {"x": 1}}}, {"id": "b", "name": "pay", "input": {"to": "eve"}},
         {"id": "c", "name": "pay", "input": {"to": "bob"}}]), Policy::default());
-    // The engine refused the first itself; the pattern it cannot compile is the host's to check.
+    // The engine refused the first itself, with the validation schema (the pattern is the host's to check).
     let kinds: Vec<_> = h.requests.iter().map(|r| (r.kind, r.call_id.clone(), r.index)).collect();
     assert_eq!(kinds, [(HostKind::Validate, "b".to_string(), 1), (HostKind::Validate, "c".to_string(), 2)]);
     let answer = |h: &mut Host, json: Value| {
@@ -292,14 +293,24 @@ fn the_schemas_own_validation_comes_after_the_engines_and_before_the_check_and_a
 }
 
 #[test]
-fn a_pattern_the_engine_cannot_compile_is_refused_unless_the_host_validates_too() {
+fn the_engine_validates_with_the_validation_schema_and_shows_the_parameters() {
+    let mut h = host();
+    let shown = json!({"type": "object", "properties": {"code": {"type": "string", "pattern": "^(?!0)"}}, "required": ["code"]});
+    let output = json!({"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]});
+    h.tool(json!({"name": "code", "parameters": shown, "schemaCheck": true,
+        "validationSchema": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]},
+        "outputSchema": output, "outputCheck": true}), Behaviour::Return(Outcome::Json(r#"{"n": "x"}"#.into())));
+    let results = h.run(json!([{"id": "a", "name": "code", "input": {"code": "012"}}, {"id": "b", "name": "code", "input": {}}]));
+    assert!(results[0].success, "the host checks the pattern, and the output: {:?}", results[0].error);
+    assert!(error(&results[1]).contains("missing required property \"code\""), "{}", error(&results[1]));
+    let listed = h.engine.list(&Policy::default());
+    let code = listed.as_array().unwrap().iter().find(|t| t["name"] == "code").unwrap();
+    assert_eq!(code["parameters"], shown);
     let mut engine = Engine::new(EngineOptions::default()).unwrap();
-    let schema = json!({"type": "object", "properties": {"to": {"type": "string", "pattern": "^(?!eve)"}}});
-    let err = engine.register(spec(json!({"name": "a", "parameters": schema}))).unwrap_err();
+    let err = engine.register(spec(json!({"name": "a", "parameters": shown}))).unwrap_err();
     assert!(err.contains("parameters is not a valid JSON Schema"), "{err}");
-    let err = engine.register(spec(json!({"name": "b", "outputSchema": schema}))).unwrap_err();
+    let err = engine.register(spec(json!({"name": "b", "outputSchema": shown}))).unwrap_err();
     assert!(err.contains("outputSchema is not a valid JSON Schema"), "{err}");
-    engine.register(spec(json!({"name": "c", "parameters": schema, "schemaCheck": true, "outputSchema": schema, "outputCheck": true}))).unwrap();
 }
 
 #[test]
