@@ -458,7 +458,8 @@ export interface ExecutorOptions {
   approve?: (request: ApprovalRequest) => ApprovalAnswer | Promise<ApprovalAnswer>
   /** How long `approve` may take before the call counts as denied. Default 60 000. */
   approvalTimeoutMs?: number
-  /** How long a tool's `check` may take before the call fails. Default 10 000. */
+  /** How long a tool's `check`, or a schema's own validation of the arguments, may take before the call fails.
+   * Default 10 000. */
   checkTimeoutMs?: number
   /** The retry policy of tools that declare none (default: 2 retries, ×2 from 1 s, capped at 60 s); `false`: none. */
   retry?: RetryPolicy | false

@@ -1,0 +1,54 @@
+'use strict'
+// Type-checks every ```ts block of README.md as written, under `strict`: each block becomes a module of its own in
+// __test__/types/readme/blocks (made fresh on every run, not committed), with the names a block uses but does not
+// declare (the executor, the model's messages, a provider client) declared once in prelude.d.ts. A README edit that
+// breaks typing fails `npm test`.
+
+const { spawnSync } = require('node:child_process')
+const fs = require('node:fs')
+const path = require('node:path')
+
+const ROOT = path.resolve(__dirname, '..')
+const PROJECT = path.join(ROOT, '__test__', 'types', 'readme')
+const BLOCKS = path.join(PROJECT, 'blocks')
+
+/** The ```ts blocks of a Markdown text, with the line each starts on. */
+function tsBlocks(markdown) {
+  const blocks = []
+  const lines = markdown.split('\n')
+  for (let i = 0; i < lines.length; i++) {
+    if (lines[i].trim() !== '```ts') continue
+    const start = i + 1
+    let end = start
+    while (end < lines.length && lines[end].trim() !== '```') end++
+    if (end === lines.length) throw new Error(`README.md:${i + 1}: a \`\`\`ts block that never closes`)
+    blocks.push({ line: start + 1, code: lines.slice(start, end).join('\n') })
+    i = end
+  }
+  return blocks
+}
+
+function main() {
+  const blocks = tsBlocks(fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8'))
+  fs.rmSync(BLOCKS, { recursive: true, force: true })
+  fs.mkdirSync(BLOCKS, { recursive: true })
+  for (const { line, code } of blocks) {
+    // `export {}` makes every block a module: its own declarations shadow the prelude's, and top-level await works.
+    fs.writeFileSync(path.join(BLOCKS, `line-${String(line).padStart(4, '0')}.mts`), `${code}\nexport {}\n`)
+  }
+  const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc')
+  const run = spawnSync(process.execPath, [tsc, '-p', PROJECT], { cwd: ROOT, encoding: 'utf8' })
+  // tsc names a block by its file: line-0043.mts:5 is README.md line 43 + 5 - 1.
+  const out = (run.stdout + run.stderr).replace(/__test__\/types\/readme\/blocks\/line-0*(\d+)\.mts\((\d+),(\d+)\)/g,
+    (_, start, row, col) => `README.md:${Number(start) + Number(row) - 1}:${col}`)
+  if (run.status !== 0) {
+    process.stderr.write(out)
+    console.error(`check-readme: the README's TypeScript examples do not type-check (${blocks.length} blocks)`)
+    process.exit(1)
+  }
+  console.log(`check-readme: ${blocks.length} TypeScript blocks of README.md type-check under strict`)
+}
+
+if (require.main === module) main()
+
+module.exports = { tsBlocks }
