@@ -12,8 +12,8 @@ const ROOT = path.resolve(__dirname, '..')
 const PROJECT = path.join(ROOT, '__test__', 'types', 'readme')
 const BLOCKS = path.join(PROJECT, 'blocks')
 
-/** The ```ts blocks of a Markdown text, with the line each starts on. */
-function tsBlocks(markdown) {
+/** The ```ts blocks of a Markdown text, with the line each starts on; `name` names the file in errors. */
+function tsBlocks(markdown, name = 'README.md') {
   const blocks = []
   const lines = markdown.split('\n')
   for (let i = 0; i < lines.length; i++) {
@@ -21,15 +21,17 @@ function tsBlocks(markdown) {
     const start = i + 1
     let end = start
     while (end < lines.length && lines[end].trim() !== '```') end++
-    if (end === lines.length) throw new Error(`README.md:${i + 1}: a \`\`\`ts block that never closes`)
+    if (end === lines.length) throw new Error(`${name}:${i + 1}: a \`\`\`ts block that never closes`)
     blocks.push({ line: start + 1, code: lines.slice(start, end).join('\n') })
     i = end
   }
   return blocks
 }
 
+/** `node scripts/check-readme.js [file]`: README.md unless another Markdown file is named (the tests name one). */
 function main() {
-  const blocks = tsBlocks(fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8'))
+  const file = process.argv[2] ?? path.join(ROOT, 'README.md')
+  const blocks = tsBlocks(fs.readFileSync(file, 'utf8'), path.basename(file))
   fs.rmSync(BLOCKS, { recursive: true, force: true })
   fs.mkdirSync(BLOCKS, { recursive: true })
   for (const { line, code } of blocks) {
@@ -40,13 +42,13 @@ function main() {
   const run = spawnSync(process.execPath, [tsc, '-p', PROJECT], { cwd: ROOT, encoding: 'utf8' })
   // tsc names a block by its file: line-0043.mts:5 is README.md line 43 + 5 - 1.
   const out = (run.stdout + run.stderr).replace(/__test__\/types\/readme\/blocks\/line-0*(\d+)\.mts\((\d+),(\d+)\)/g,
-    (_, start, row, col) => `README.md:${Number(start) + Number(row) - 1}:${col}`)
+    (_, start, row, col) => `${path.basename(file)}:${Number(start) + Number(row) - 1}:${col}`)
   if (run.status !== 0) {
     process.stderr.write(out)
-    console.error(`check-readme: the README's TypeScript examples do not type-check (${blocks.length} blocks)`)
+    console.error(`check-readme: the TypeScript examples of ${path.basename(file)} do not type-check (${blocks.length} blocks)`)
     process.exit(1)
   }
-  console.log(`check-readme: ${blocks.length} TypeScript blocks of README.md type-check under strict`)
+  console.log(`check-readme: ${blocks.length} TypeScript blocks of ${path.basename(file)} type-check under strict`)
 }
 
 if (require.main === module) main()

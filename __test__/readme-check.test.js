@@ -1,0 +1,38 @@
+'use strict'
+// scripts/check-readme.js, which type-checks the README's examples in `npm test`: it finds every ```ts block, and a
+// block that does not type-check fails it, named by its line in the Markdown file.
+
+const { describe, it, after } = require('node:test')
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { spawnSync } = require('node:child_process')
+const { tsBlocks } = require('../scripts/check-readme.js')
+
+const SCRIPT = path.join(__dirname, '..', 'scripts', 'check-readme.js')
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolgate-readme-'))
+after(() => fs.rmSync(dir, { recursive: true, force: true }))
+
+function check(markdown) {
+  const file = path.join(dir, 'DOC.md')
+  fs.writeFileSync(file, markdown)
+  return spawnSync(process.execPath, [SCRIPT, file], { encoding: 'utf8' })
+}
+
+describe('check-readme', () => {
+  it('finds the ts blocks and the line each starts on, and refuses one that never closes', () => {
+    const blocks = tsBlocks('# t\n\n```ts\nconst a = 1\n```\n\n```sh\nnpm test\n```\n```ts\nconst b = 2\n```\n')
+    assert.deepEqual(blocks, [{ line: 4, code: 'const a = 1' }, { line: 11, code: 'const b = 2' }])
+    assert.throws(() => tsBlocks('x\n```ts\nconst a = 1\n', 'DOC.md'), /^Error: DOC\.md:2: a ```ts block that never closes$/)
+  })
+
+  it('passes examples that type-check and fails one that does not, at its line', () => {
+    const good = check('```ts\nimport { z } from \'zod\'\ngate.register({ name: \'t\', parameters: z.object({ n: z.number() }), handler: ({ n }) => n + 1 })\n```\n')
+    assert.equal(good.status, 0, good.stderr)
+    assert.match(good.stdout, /1 TypeScript blocks of DOC\.md type-check/)
+    const bad = check('Intro.\n\n```ts\ngate.register({\n  name: \'t\',\n  parameters: { type: \'objekt\' },\n  handler: () => 1,\n})\n```\n')
+    assert.equal(bad.status, 1)
+    assert.match(bad.stderr, /DOC\.md:6:\d+: error TS/)
+  })
+})
