@@ -191,6 +191,24 @@ describe('zod schemas', () => {
     assertFailure(bad, 'invalid_arguments', '- /code: ')
   })
 
+  it('only ever widens what the engine lets through: xor of patterns, catch of a missing key, preprocess, loose records', async () => {
+    const { gate } = gateWith([
+      echo({ name: 'xor', parameters: z.object({ u: z.xor([z.string().regex(/^a/), z.string().regex(/^b/)]) }) }),
+      echo({ name: 'caught', parameters: z.object({ q: z.string(), n: z.number().catch(10), tags: z.array(z.string()).catch([]) }) }),
+      echo({ name: 'pre', parameters: z.object({ list: z.preprocess((v) => (typeof v === 'string' ? v.split(',') : v), z.array(z.string()).min(2)) }) }),
+      echo({ name: 'loose', parameters: z.object({ r: z.looseRecord(z.string().min(2), z.string()) }) }),
+    ])
+    const [xor, caught, pre, loose, xorBad] = await gate.execute([
+      call('xor', { u: 'abc' }, 'a'), call('caught', { q: 'x' }, 'b'), call('pre', { list: 'a,b' }, 'c'), call('loose', { r: { xy: 'a', x: 5 } }, 'd'),
+      call('xor', { u: 'cde' }, 'e'),
+    ])
+    assert.deepEqual(received(xor), { u: 'abc' })
+    assert.deepEqual(received(caught), { q: 'x', n: 10, tags: [] })
+    assert.deepEqual(received(pre), { list: ['a', 'b'] })
+    assert.deepEqual(received(loose), { r: { xy: 'a', x: 5 } })
+    assertFailure(xorBad, 'invalid_arguments', '/u')
+  })
+
   it('takes zod/mini schemas and a root declared with .meta({ id })', async () => {
     const zm = require('zod/mini')
     const { gate } = gateWith([
@@ -225,6 +243,27 @@ describe('zod schemas', () => {
     assert.deepEqual(gate.pendingHandlers(), [])
   })
 
+  it('records no late settlement for a retry whose validation fails after its call ended', async () => {
+    let attempts = 0
+    const traces = []
+    const gate = new ToolExecutor({ retry: { maxRetries: 1, initialDelayMs: 1 }, onTrace: (events) => traces.push(...events) })
+    gate.register({
+      name: 'pay',
+      idempotent: true,
+      cache: false,
+      timeoutMs: 60,
+      parameters: z.object({ to: z.string() }).refine(async () => { attempts += 1; await sleep(attempts === 1 ? 0 : 150); return attempts === 1 }),
+      handler: () => { throw Object.assign(new Error('busy'), { retryable: true }) },
+    })
+    const [result] = await gate.execute([call('pay', { to: 'bob' })])
+    assertFailure(result, 'timeout')
+    await sleep(200)
+    assert.equal(attempts, 2)
+    assert.equal(gate.stats().total.lateSettlements ?? 0, 0)
+    assert.deepEqual(traces.filter((t) => t.type === 'late_settlement'), [])
+    assert.deepEqual(gate.pendingHandlers(), [])
+  })
+
   it('validates arguments edited at approval with the schema\'s own checks, and runs on their output', async () => {
     let edit
     const { gate, calls } = gateWith([echo({
@@ -241,6 +280,21 @@ describe('zod schemas', () => {
     assert.deepEqual(received(ok), { to: 'CAROL' })
   })
 
+  it('holds edited arguments to the tool\'s check too, on the schema\'s output', async () => {
+    const checked = []
+    const { gate, calls } = gateWith([{
+      name: 'read',
+      needsApproval: true,
+      parameters: z.object({ path: z.string().trim() }),
+      check: ({ path }) => { checked.push(path); return path.endsWith('.key') ? 'key files are off limits' : undefined },
+      handler: ({ path }) => path,
+    }], { approve: () => ({ decision: 'approve', arguments: { path: ' secret.key ' } }) })
+    const [refused] = await gate.execute([call('read', { path: 'a.txt' })])
+    assertFailure(refused, 'invalid_arguments', 'edited at approval', 'key files are off limits')
+    assert.deepEqual(checked, ['a.txt', 'secret.key'])
+    assert.equal(calls.read, 0)
+  })
+
   it('bounds the validation of edited arguments by checkTimeoutMs, and reads issues: [] as a failure', async () => {
     const odd = (name, validate) => ({ name, needsApproval: true, handler: () => 'ran', parameters: { '~standard': { version: 1, vendor: 'odd', validate, jsonSchema: { input: () => ({ type: 'object' }) } } } })
     let edits = 0
@@ -251,7 +305,7 @@ describe('zod schemas', () => {
     const started = Date.now()
     const [hung] = await gate.execute([call('hangs', {})])
     assert.ok(Date.now() - started < 1_000, 'not the 60 s approval limit')
-    assertFailure(hung, 'invalid_arguments', 'edited at approval', 'no validation came within 50 ms')
+    assertFailure(hung, 'invalid_arguments', 'edited at approval', "the schema's own validation of them gave no answer within 50 ms")
     const [empty] = await gate.execute([call('empty', { to: 'bob' })])
     assertFailure(empty, 'invalid_arguments', 'edited at approval', 'the schema refused the value without saying why')
     assert.deepEqual(Object.values(calls), [0, 0])
@@ -307,6 +361,9 @@ describe('values that are no schema', () => {
       })
     }
     assert.throws(() => gate.register({ name: 'bad', outputSchema: new Shape(), handler: () => 1 }), /tool "bad": outputSchema must be a JSON Schema .* got an instance of Shape/)
+    const cyclic = { type: 'object', properties: {} }
+    cyclic.properties.self = cyclic
+    assert.throws(() => gate.register({ name: 'bad', parameters: cyclic, handler: () => 1 }), /tool "bad": parameters: the schema contains itself or is nested too deeply/)
     assert.throws(() => gate.register({ name: 'bad', parameters: { type: 'object', properties: { n: z.number() } }, handler: () => 1 }),
       /tool "bad": parameters: a zod schema at \/properties\/n inside a JSON Schema cannot be sent to a model/)
     assert.deepEqual(gate.list(), [])
@@ -420,6 +477,12 @@ describe('outputSchema', () => {
     assertSuccess(await run('json'))
     value = { type: 'image', data: Buffer.from('x').toString('base64'), mediaType: 'image/png' }
     assertSuccess(await run('json'))
+    // A schema whose own checks run in JS judges values, not content either.
+    const { gate: refined } = gateWith([{ name: 'r', outputSchema: z.object({ n: z.number() }).refine(() => true), handler: () => value }])
+    for (const content of [Buffer.from('abc'), value, [{ type: 'text', text: 'a chart' }, value]]) {
+      value = content
+      assertSuccess((await refined.execute([call('r', {})]))[0])
+    }
   })
 
   it('is shown by list() and by the definitions of the formats that carry one', () => {

@@ -418,13 +418,8 @@ class ToolExecutor {
     } else {
       const request = { callId, toolName, arguments: args, rule, reason: reason ?? undefined, context }
       pending = callHost(() => this.#listeners.approve(request)).then(readApproval).then((answer) => {
-        if (answer.arguments === undefined || !this.#validations.has(toolName)) return answer
-        // Edited arguments pass the schema's own validation too, within the time a validation has; its output is
-        // what the handler then receives. One that fails or takes too long refuses the edit.
-        const failed = (why) => ({ issues: [['', `the schema's own validation of them failed (${why})`]] })
-        return withinTime(this.#validated(turn, index, toolName, answer.arguments), this.#checkTimeoutMs)
-          .then((verdict) => verdict ?? failed(`no validation came within ${this.#checkTimeoutMs} ms`), (err) => failed(describeProblem(err)))
-          .then((verdict) => ({ ...answer, ...verdict }))
+        if (answer.arguments === undefined) return answer
+        return this.#editsPass(turn, index, toolName, callId, answer.arguments).then((issues) => (issues ? { ...answer, issues } : answer))
       })
     }
     pending
@@ -441,6 +436,27 @@ class ToolExecutor {
           return this.#engine.answer(ticket, JSON.stringify({ error: `its answer could not be read (${describeProblem(err)})` }))
         }
       }))
+  }
+
+  /** Arguments edited at approval meet what the model's did in JS: the schema's own validation (its output is what
+   * the handler then receives) and the tool's check, each within `checkTimeoutMs`. Resolves to the issues that
+   * refuse the edit, or undefined. */
+  #editsPass(turn, index, toolName, callId, edited) {
+    const within = (what, step) => withinTime(step(), this.#checkTimeoutMs).then(
+      (verdict) => verdict ?? { issues: [['', `${what} gave no answer within ${this.#checkTimeoutMs} ms`]] },
+      (err) => ({ issues: [['', `${what} failed (${describeProblem(err)})`]] }),
+    )
+    const validated = this.#validations.has(toolName)
+      ? within("the schema's own validation of them", () => this.#validated(turn, index, toolName, edited))
+      : Promise.resolve({})
+    return validated.then(({ issues }) => {
+      const check = this.#checks.get(toolName)
+      if (issues || check === undefined) return issues
+      const input = turn?.parsed?.has(index) ? turn.parsed.get(index) : this.#pruned(toolName, edited)
+      return within("the tool's check of them", () => callHost(() => check(input, { callId, toolName, context: turn?.context }))
+        .then((problem) => (problem == null || problem === true ? {} : { issues: [['', describeProblem(problem)]] })))
+        .then((verdict) => verdict.issues)
+    })
   }
 
   /** The schema's own validation of a call's arguments: `{ issues }` for the engine when they fail it; when they
@@ -476,8 +492,11 @@ class ToolExecutor {
     try {
       if (!handler) throw new Error(`tool "${name}" was unregistered before this call started`)
       const input = this.#inputOf(turn, index, name, args, attempt)
-      // A retry's own validation may outlast its call: the handler then never starts.
-      returned = input instanceof Promise ? input.then((value) => (this.#runs.get(run) === call ? handler(value, ctx) : NEVER_STARTED)) : handler(input, ctx)
+      // A retry's own validation may outlast its call: the handler then never starts, whatever the validation said.
+      const live = () => this.#runs.get(run) === call
+      returned = input instanceof Promise
+        ? input.then((value) => (live() ? handler(value, ctx) : NEVER_STARTED), (err) => (live() ? Promise.reject(err) : NEVER_STARTED))
+        : handler(input, ctx)
     } catch (err) {
       returned = Promise.reject(err)
     }
@@ -486,7 +505,7 @@ class ToolExecutor {
     Promise.resolve(returned).then(
       (value) => {
         if (value === NEVER_STARTED) this.#neverStarted(run)
-        else if (checkOutput) this.#settleChecked(run, value, checkOutput)
+        else if (checkOutput && !isContent(value)) this.#settleChecked(run, value, checkOutput)
         else this.#settle(run, value, describeReturn)
       },
       (err) => this.#settle(run, err, describeThrown),
@@ -817,6 +836,17 @@ const TIMEOUT_MESSAGES = {
   timeout: 'The tool call exceeded its time limit',
   idle_timeout: 'The tool call reported no progress within its idle limit',
   cancelled: 'The tool call was cancelled',
+}
+
+/** Bytes, or an image (alone or among text parts): content, which an output schema does not describe. */
+function isContent(value) {
+  if (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) return true
+  const parts = Array.isArray(value) ? value : [value]
+  try {
+    return parts.some((part) => part !== null && typeof part === 'object' && part.type === 'image')
+  } catch {
+    return false // a value that cannot be read is for the validation to judge
+  }
 }
 
 /** What `promise` resolves to, or undefined once `ms` pass first (the timer holds no process open). */

@@ -23,6 +23,16 @@ const MAX_ISSUES = 1_000
 function toolSchema(schema, field, tool) {
   if (schema === undefined) return undefined
   const what = `tool "${tool}": ${field}`
+  try {
+    return converted(schema, field, what)
+  } catch (err) {
+    // Walking a schema that contains itself, or one nested thousands deep, runs out of stack.
+    if (err instanceof RangeError) throw new TypeError(`${what}: the schema contains itself or is nested too deeply to read (${err.message})`)
+    throw err
+  }
+}
+
+function converted(schema, field, what) {
   const standard = standardOf(schema)
   if (standard !== undefined) return fromStandard(schema, standard, what, field === 'outputSchema')
   if (!isPlainObject(schema)) {
@@ -154,33 +164,51 @@ function tidied(json, vendor, what) {
   return out
 }
 
-/** In zod's conversion for the engine: a `catch` or a coercion accepts what its JSON Schema does not say. */
+/** Marks, in zod's conversion for the engine, a subschema left to zod whole: its property is not required either. */
+const LEFT_TO_ZOD = 'x-toolgate-left-to-zod'
+
+/** In zod's conversion for the engine: a `catch`, a coercion, a preprocess (converted as its output) and a loose
+ * record (whose keys of the wrong kind pass unchecked) accept what their JSON Schema does not say, so the engine
+ * takes anything there, and a missing value too. */
 function zodLeftToZod({ zodSchema, jsonSchema }) {
   const def = zodSchema?._zod?.def
-  if (def?.type === 'catch' || def?.coerce) for (const key of Object.keys(jsonSchema)) delete jsonSchema[key]
+  const preprocess = def?.type === 'pipe' && def.in?._zod?.def?.type === 'transform'
+  const looseRecord = def?.type === 'record' && def.mode === 'loose'
+  if (def?.type !== 'catch' && !def?.coerce && !preprocess && !looseRecord) return
+  for (const key of Object.keys(jsonSchema)) delete jsonSchema[key]
+  jsonSchema[LEFT_TO_ZOD] = true
 }
 
 /** Subschema-valued keywords: one subschema, a list of them, or a map of them. */
-const ONE = new Set(['additionalProperties', 'unevaluatedProperties', 'additionalItems', 'unevaluatedItems', 'contains', 'not', 'if', 'then', 'else', 'propertyNames', 'contentSchema'])
-const LIST = new Set(['allOf', 'anyOf', 'oneOf', 'prefixItems'])
+const ONE = new Set(['additionalProperties', 'additionalItems', 'contains', 'then', 'else', 'contentSchema'])
+const LIST = new Set(['allOf', 'anyOf', 'prefixItems'])
 const MAP = new Set(['properties', '$defs', 'definitions', 'dependentSchemas'])
+/** Keywords a looser subschema could make stricter (one more `oneOf` branch matching, a `not` or an `if` matching
+ * more, fewer properties evaluated), or that hold patterns: left out, so that every change only widens. */
+const LEFT_OUT = new Set(['pattern', 'patternProperties', 'propertyNames', 'not', 'if', 'unevaluatedProperties', 'unevaluatedItems', LEFT_TO_ZOD])
 
-/** The schema with what the schema's own validation judges better left to it: every `pattern` (JSON Schema drops
- * a regex's flags, and the engine reads another dialect), and `patternProperties` with the key rules that depend on
- * them. Only subschemas are walked: a `const` or `default` holding a `pattern` key is data. */
+/**
+ * The schema the engine validates with when the schema's own validation runs too: what that validation judges
+ * better is left to it. Every `pattern` (JSON Schema drops a regex's flags, and the engine reads another dialect)
+ * and what depends on patterns go, `oneOf` becomes `anyOf`, and each change only ever lets more through. Only
+ * subschemas are walked: a `const` or `default` holding a `pattern` key is data.
+ */
 function leniently(schema) {
   if (!isPlainObject(schema)) return schema
   const out = {}
   const keyed = schema.patternProperties !== undefined
   for (const [key, value] of Object.entries(schema)) {
-    if (key === 'pattern' || key === 'patternProperties') continue
-    if (keyed && (key === 'additionalProperties' || key === 'unevaluatedProperties')) continue
-    if (ONE.has(key)) out[key] = leniently(value)
-    else if (LIST.has(key) && Array.isArray(value)) out[key] = value.map(leniently)
+    if (LEFT_OUT.has(key) || (keyed && key === 'additionalProperties')) continue
+    if (key === 'oneOf' && Array.isArray(value)) out.anyOf = [...(out.anyOf ?? []), ...value.map(leniently)]
+    else if (ONE.has(key)) out[key] = leniently(value)
+    else if (LIST.has(key) && Array.isArray(value)) out[key] = [...(out[key] ?? []), ...value.map(leniently)]
     else if (key === 'items') out[key] = Array.isArray(value) ? value.map(leniently) : leniently(value)
     else if (MAP.has(key) && isPlainObject(value)) out[key] = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, leniently(v)]))
     else if (key === 'dependencies' && isPlainObject(value)) out[key] = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, Array.isArray(v) ? v : leniently(v)]))
     else out[key] = value
+  }
+  if (Array.isArray(out.required) && isPlainObject(schema.properties)) {
+    out.required = out.required.filter((name) => schema.properties[name]?.[LEFT_TO_ZOD] !== true)
   }
   return out
 }
@@ -250,7 +278,8 @@ function zodPruneOf(def, onPath) {
     case 'intersection':
       return inner(def.left) === KEEP && inner(def.right) === KEEP ? KEEP : undefined
     case 'record': {
-      if (inner(def.keyType) === undefined) return undefined
+      // A loose record passes keys its key type refuses through unchecked: zod's call.
+      if (def.mode === 'loose' || inner(def.keyType) === undefined) return undefined
       const prune = inner(def.valueType)
       return prune === undefined || prune === KEEP ? prune : (value) => eachValue(value, prune)
     }
