@@ -113,8 +113,9 @@ function tracedPhases(result, stages, timings) {
     } else if (mark === 'rate_limit:waited') {
       closeWait(t)
       waiting = { phase: 'waiting for token', start: t, detail: 'waiting for a rate-limit token' }
-    } else if (station === 'check') {
-      // The async check runs right after validation: the gap since the previous mark is its run time.
+    } else if (station === 'check' || station === 'schema') {
+      // A schema's own validation and the tool's check run in JS right after the engine's validation, one after
+      // the other: the gap since the previous mark is each one's run time.
       segments.push({ phase: 'checking', start: previous, end: t, detail: mark })
     } else if (mark === 'permission:asked') {
       askedAt = t
