@@ -750,16 +750,18 @@ export interface AISDKToolCall {
   args?: unknown
 }
 /** Any other call: a missing id is generated; an empty arguments string means `{}`. */
+/** Any other `{ id?, name, … }`, LangChain's `ToolCall` (`{ id, name, args, type: 'tool_call' }`) among them. */
 export interface GenericToolCall {
   id?: string
   name: string
   arguments?: string | Record<string, unknown>
   input?: unknown
+  args?: string | Record<string, unknown>
 }
 export type ToolCall = AnthropicToolUse | OpenAIResponsesFunctionCall | OpenAIChatToolCall | AISDKToolCall | GenericToolCall
 
 /** The stations a call reached. */
-export type Station = 'lookup' | 'parse' | 'repair' | 'validate' | 'check' | 'permission' | 'approval' | 'invoke' | 'normalize' | 'shape' | 'judge'
+export type Station = 'lookup' | 'parse' | 'repair' | 'validate' | 'schema' | 'check' | 'permission' | 'approval' | 'invoke' | 'normalize' | 'shape' | 'judge'
 /** One station's verdict on a call, as `"station:outcome"`, e.g. `"permission:allowed"`, `"invoke:timeout"`. */
 export type StationMark = `${Station | 'dedup' | 'cache' | 'rate_limit' | 'retry'}:${string}`
 

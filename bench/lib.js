@@ -123,4 +123,18 @@ function functionCalls(name, argsList, prefix = 'c') {
   return argsList.map((args, i) => ({ type: 'function_call', call_id: `${prefix}${i}`, name, arguments: JSON.stringify(args) }))
 }
 
-module.exports = { compare, contenders, functionCalls, sampleTurns, summarize, median, spread, threadCpuNs }
+/** One small search tool, declared both ways, for the scenarios that compare how a tool is declared or run. */
+const searchTool = {
+  parameters: {
+    type: 'object',
+    properties: { query: { type: 'string', minLength: 1 }, limit: { type: 'integer', minimum: 1, maximum: 50 }, sort: { enum: ['new', 'top'] } },
+    required: ['query', 'limit', 'sort'],
+  },
+  zodSchema: () => {
+    const { z } = require('zod')
+    return z.object({ query: z.string().min(1), limit: z.int().min(1).max(50), sort: z.enum(['new', 'top']) })
+  },
+  handler: async ({ query, limit }) => `${query}:${limit}`,
+}
+
+module.exports = { compare, contenders, functionCalls, sampleTurns, searchTool, summarize, median, spread, threadCpuNs }

@@ -5,23 +5,18 @@
 // build`: node bench/schemas.js [samples]. The contenders run interleaved in one process, so their differences hold
 // on a noisy machine. Every call must succeed: a failing one would make the figures wrong.
 
-const { z } = require('zod')
 const { ToolExecutor } = require('..')
 const { createAiSdk } = require('./contenders/aisdk.js')
-const { compare } = require('./lib.js')
+const { compare, searchTool } = require('./lib.js')
+
+const { parameters: json, handler } = searchTool
 
 const SAMPLES = Number(process.argv[2] ?? 11)
 const BATCH = 16
 const CALLS_PER_SAMPLE = 8_000
 
-const json = {
-  type: 'object',
-  properties: { query: { type: 'string', minLength: 1 }, limit: { type: 'integer', minimum: 1, maximum: 50 }, sort: { enum: ['new', 'top'] } },
-  required: ['query', 'limit', 'sort'],
-}
-const plain = z.object({ query: z.string().min(1), limit: z.int().min(1).max(50), sort: z.enum(['new', 'top']) })
+const plain = searchTool.zodSchema()
 const refined = plain.refine((a) => a.query !== 'forbidden', { message: 'not that query', path: ['query'] })
-const handler = async ({ query, limit }) => `${query}:${limit}`
 /** Fails the run at once should a call fail: a refused call costs less and would flatter its contender. */
 function checked(gate) {
   return { execute: async (turn) => {
