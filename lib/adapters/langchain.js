@@ -1,0 +1,23 @@
+'use strict'
+// toolgate/langchain for CommonJS: the shared adapter over the CommonJS build of @langchain/core (and of
+// @langchain/langgraph, when installed), the copy a CommonJS app requires itself.
+
+const { StructuredTool } = require('@langchain/core/tools')
+const { AIMessage, ToolMessage, isAIMessage, isBaseMessage } = require('@langchain/core/messages')
+const { langchainAdapter } = require('./langchain.shared.js')
+
+/** LangGraph's ToolNode and toolsCondition, or nothing without @langchain/langgraph (then only those two of the
+ * adapter refuse to work). */
+function optionalLangGraph() {
+  try {
+    return require('@langchain/langgraph/prebuilt')
+  } catch (err) {
+    // Only LangGraph itself missing; a broken install (one of its own dependencies missing) still throws.
+    if (err?.code === 'MODULE_NOT_FOUND' && String(err.message).startsWith("Cannot find module '@langchain/langgraph/prebuilt'")) return {}
+    throw err
+  }
+}
+
+const { ToolNode, toolsCondition } = optionalLangGraph()
+
+module.exports = langchainAdapter({ StructuredTool, AIMessage, ToolMessage, isAIMessage, isBaseMessage, ToolNode, toolsCondition })
