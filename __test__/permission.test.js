@@ -104,6 +104,16 @@ describe('precedence: rule kind × mode × approval answer', () => {
     const readOnly = (await cell('none', 'readOnly', 'approve')).r
     assertFailure(readOnly, 'permission_denied', "refused by the mode readOnly (the tool's risk is write)")
   })
+
+  it('says a deny rule\'s reason, with argument patterns or without', async () => {
+    const { gate } = gateWith([{ name: 'shell' }])
+    const deny = [{ tool: 'shell', reason: 'no shells on Fridays' }, { tool: 'shell', args: { command: 'rm *' }, reason: 'no deletions' }]
+    for (const [i, rule] of deny.entries()) {
+      const [r] = await gate.execute([{ id: 'a', name: 'shell', input: { command: 'rm -rf /' } }], { context: { permissions: { deny: [rule] } } })
+      assertFailure(r, 'permission_denied', `(context permissions) (${rule.reason}).`)
+      assert.ok(i === 1 || r.error.includes('refused by the rule deny shell (context permissions)'), r.error)
+    }
+  })
 })
 
 describe('approvals', () => {

@@ -217,19 +217,20 @@ impl Policy {
         self.hidden_by(tool).is_none()
     }
 
-    fn hidden_by(&self, tool: &Tool) -> Option<String> {
+    /// What hides the tool, and the reason a deny rule that does gives.
+    fn hidden_by(&self, tool: &Tool) -> Option<(String, Option<&str>)> {
         let name = tool.spec.name.as_str();
         if self.allowed_tools.as_ref().is_some_and(|list| !matches_any(list, name)) {
-            return Some("the context's allowedTools".into());
+            return Some(("the context's allowedTools".into(), None));
         }
         if matches_any(&self.denied_tools, name) {
-            return Some("the context's deniedTools".into());
+            return Some(("the context's deniedTools".into(), None));
         }
         if let Some(max) = self.max_risk.filter(|max| tool.risk > *max) {
-            return Some(format!("the context's maxRisk ({}; the tool's risk is {})", max.as_str(), tool.risk.as_str()));
+            return Some((format!("the context's maxRisk ({}; the tool's risk is {})", max.as_str(), tool.risk.as_str()), None));
         }
         let rule = self.rules().find(|r| r.action == Action::Deny && r.args.is_empty() && r.matches(name, None))?;
-        Some(format!("the rule {} ({} permissions)", rule.describe(), rule.source))
+        Some((format!("the rule {} ({} permissions)", rule.describe(), rule.source), rule.reason.as_deref()))
     }
 
     /// The decision for a call; `args` are its validated arguments, `remembered` whether the session approved
@@ -247,8 +248,8 @@ impl Policy {
                 by,
             }
         };
-        if let Some(by) = self.hidden_by(tool) {
-            return denied(format!("refused by {by}"), None);
+        if let Some((by, reason)) = self.hidden_by(tool) {
+            return denied(format!("refused by {by}"), reason);
         }
         let mode = self.mode();
         if let Some(rule) = self.rules().find(|r| r.matches(name, Some(args))) {
