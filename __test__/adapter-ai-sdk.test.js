@@ -115,6 +115,26 @@ for (const major of [5, 6, 7]) {
       assert.deepEqual(outputs.map((r) => [r.callId, r.success, r.name]), step.map(([id, name]) => [id, true, name]))
     })
 
+    it('gives two runs at once their own turns, with no signal or context to tell them apart', async () => {
+      const sdk = await load(major)
+      const { gate, rec } = readsAndWrites()
+      const tools = aiSdkTools(gate)
+      await Promise.all(['a', 'b'].map((id) => sdk.loop({ model: sdk.model([[[id, 'write', `{"id":"${id}"}`]], 'done']), tools, gate })))
+      assert.ok(rec.index('start:b') < rec.index('end:a') && rec.index('start:a') < rec.index('end:b'), `two runs' writes do not wait for each other: ${rec.events}`)
+    })
+
+    it('answers a call named after an Object member (toString, constructor) as an unknown tool', async () => {
+      const sdk = await load(major)
+      const { gate } = readsAndWrites()
+      const m = sdk.model([[['p', 'toString', '{}'], ['q', 'constructor', '{}'], ['r', 'read', '{"id":"r"}']], 'done'])
+      const result = await sdk.loop({ model: m, tools: aiSdkTools(gate), gate })
+      assert.equal(result.text, 'done')
+      const sent = sdk.sentResults(m, 1)
+      const text = (id) => JSON.stringify(sent.filter((part) => part.toolCallId === id))
+      for (const id of ['p', 'q']) assert.match(text(id), /Error \(unknown_tool\)/, text(id))
+      assert.match(text('r'), /"value":"r"/)
+    })
+
     it('contrast: the SDK running the same handlers itself starts the write while the reads run', async () => {
       const sdk = await load(major)
       const rec = recorder()
@@ -305,6 +325,31 @@ for (const major of [5, 6, 7]) {
         assert.deepEqual([...last.keys()], ['a', 'b'])
         assert.deepEqual(last.get('b').output, { type: 'text', value: 'b' })
         assert.equal(gate.stats().tools.deploy.successes, 1)
+      })
+
+      it('holds an approved call to the context as it is now: a deny the app added since still refuses it', async () => {
+        const sdk = await load(major)
+        const gate = new ToolExecutor()
+        const rec = recorder()
+        gate.register({ name: 'deploy', needsApproval: true, parameters: KEY, handler: rec.handler(1) })
+        const session = {}
+        const tools = aiSdkTools(gate)
+        const m = sdk.model([[['a', 'deploy', '{"id":"a"}']], [['b', 'deploy', '{"id":"b"}']], 'done', 'done'])
+        const messages = [{ role: 'user', content: 'Deploy.' }]
+        const context = major === 7 ? { toolsContext: { deploy: session } } : { experimental_context: session }
+        const step = async () => messages.push(...sdk.responseMessages(await sdk.loop({ model: m, tools, gate, messages, ...context })))
+        const approve = () => {
+          const request = messages.at(-1).content.find((p) => p.type === 'tool-approval-request')
+          messages.push({ role: 'tool', content: [{ type: 'tool-approval-response', approvalId: request.approvalId, approved: true }] })
+        }
+        await step()
+        approve()
+        await step()
+        assert.deepEqual(rec.events, ['start:a', 'end:a'])
+        session.deniedTools = ['deploy']
+        approve()
+        await step()
+        assert.deepEqual(rec.events, ['start:a', 'end:a'], 'the second approved call was refused by the deny added since')
       })
 
       it('asks the gate when the SDK did not ask its user (an app-level approval that skips the tool\'s own)', async () => {

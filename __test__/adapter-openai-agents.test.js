@@ -13,7 +13,7 @@ const { ToolExecutor } = require('..')
 const {
   openAiAgentsTools, openAiAgentsRunConfig, openAiAgentsApproval, openAiAgentsModel, openAiAgentsModelProvider,
 } = require('toolgate/openai-agents')
-const { recorder, never, untilAborted, deferred, runChild, lastJsonLine } = require('./helpers')
+const { recorder, never, untilAborted, deferred, runChild, lastJsonLine, sleep } = require('./helpers')
 
 const ID = { type: 'object', properties: { id: { type: 'string' } }, required: ['id'], additionalProperties: false }
 
@@ -203,7 +203,7 @@ describe('toolgate/openai-agents: approvals', () => {
     return { gate, fallbackAsks, gateAsks, deployed }
   }
 
-  it('interrupts the run; a rejected call reads the gate\'s approval_denied, an approved one runs without asking approve again', async () => {
+  it('interrupts the run; a rejected call is refused by the gate, an approved one runs without asking approve again', async () => {
     const { gate, fallbackAsks, gateAsks, deployed } = approvingGate()
     const { model, agent, runner } = agentOver(gate, [calls(['deploy', { id: 'd1' }, 'c1']), calls(['deploy', { id: 'd2' }, 'c2']), done])
 
@@ -215,7 +215,7 @@ describe('toolgate/openai-agents: approvals', () => {
     result = await runner.run(agent, result.state)
     assert.deepEqual(resultsIn(model.calls[1]), [[
       'c1',
-      'Error (approval_denied): Tool "deploy" needs approval, and this call was not approved: declined: the user rejected it. Do not retry it unchanged; ask the user, or do something else.',
+      'Error (permission_denied): Tool "deploy" is not allowed here: refused by the rule deny deploy (context permissions) (the user rejected this call when asked to approve it). Do not call it again this way; continue with what you may do, or tell the user what you could not do.',
     ]])
     assert.deepEqual(result.interruptions.map((i) => i.rawItem.callId), ['c2'])
 
@@ -227,7 +227,7 @@ describe('toolgate/openai-agents: approvals', () => {
     assert.equal(result.finalOutput, 'done')
     assert.deepEqual(resultsIn(model.calls[2]).at(-1), ['c2', 'deployed d2'])
     assert.deepEqual(deployed, ['d2'])
-    assert.deepEqual(gateAsks, ['c1', 'c2']) // the gate asked about both, and heard the run's decisions
+    assert.deepEqual(gateAsks, ['c2']) // the rejected call was refused before any ask; the approved one was heard
     assert.deepEqual(fallbackAsks, [])
   })
 
@@ -247,7 +247,7 @@ describe('toolgate/openai-agents: approvals', () => {
     assert.match(outsideARun.error, /declined: an Agents SDK run puts to its user only the calls of tools registered with needsApproval/)
   })
 
-  it('never runs a rejected call, even where the gate itself would not ask (approvedTools, acceptAll)', async () => {
+  it('never runs a rejected call, even where the gate would not ask (approvedTools, acceptAll) or an approve callback says yes', async () => {
     const { gate, deployed } = approvingGate()
     const context = { approvedTools: ['deploy'], permissions: { mode: 'acceptAll' } }
     const { model, agent, runner } = agentOver(gate, [calls(['deploy', { id: 'd1' }, 'c1']), done])
@@ -256,7 +256,31 @@ describe('toolgate/openai-agents: approvals', () => {
     result = await runner.run(agent, result.state)
     assert.equal(result.finalOutput, 'done')
     assert.deepEqual(deployed, [])
-    assert.match(resultsIn(model.calls[1])[0][1], /^Error \(approval_denied\): /)
+    assert.match(resultsIn(model.calls[1])[0][1], /^Error \(permission_denied\): .*the user rejected this call/)
+
+    const yes = new ToolExecutor({ otel: false, approve: () => 'approve' })
+    const ran = []
+    yes.register({ name: 'deploy', needsApproval: true, parameters: ID, handler: ({ id }) => { ran.push(id); return 'deployed' } })
+    const over = agentOver(yes, [calls(['deploy', { id: 'd1' }, 'c1']), done])
+    let again = await over.runner.run(over.agent, 'Deploy')
+    again.state.reject(again.interruptions[0])
+    again = await over.runner.run(over.agent, again.state)
+    assert.equal(again.finalOutput, 'done')
+    assert.deepEqual(ran, [], 'an approve callback that says yes cannot run a call the user rejected')
+  })
+
+  it('gives each run its own turn, even two runs under one context', async () => {
+    const log = []
+    const gate = new ToolExecutor({ otel: false })
+    gate.register({ name: 'write', parameters: ID, handler: async ({ id }) => { log.push(`start ${id}`); await sleep(30); log.push(`end ${id}`); return id } })
+    const context = { userId: 'u' }
+    const runs = ['a', 'b'].map((id) => {
+      const { agent, runner } = agentOver(gate, [calls(['write', { id }, `c_${id}`]), done])
+      return runner.run(agent, 'Write', { context })
+    })
+    await Promise.all(runs)
+    assert.equal(gate.stats().total.calls, 2)
+    assert.deepEqual(log.slice(0, 2).sort(), ['start a', 'start b'], 'two runs: their writes need not wait for each other')
   })
 })
 

@@ -6,7 +6,7 @@
 // copy of the SDK, whichever module format it loads it in.
 
 const { ToolExecutor, formatResults, forLlm } = require('../../index.js')
-const { gatherTurns } = require('./turns.js')
+const { gatherTurns, perStep } = require('./turns.js')
 
 const AI_SDK_VERSIONS = [5, 6, 7]
 
@@ -64,17 +64,20 @@ function aiSdkTools(gate, options) {
   const run = gatherTurns(gate)
   const askedNames = gate.list({ context }).filter((t) => t.needsApproval).map((t) => t.name)
   const approvals = sdkApprovals(askedNames)
-  const tools = {}
+  // No prototype: a call named `toString` or `constructor` is an unknown name the gate answers, not an inherited
+  // member the SDK would take for a tool.
+  const tools = Object.create(null)
   for (const def of gate.definitions('ai-sdk', { context })) {
     const tool = {
       description: def.description,
       inputSchema: jsonSchema(def.inputSchema),
       // ai 5 and 6 pass the call's context as `experimental_context`, 7 as `context` (its `toolsContext[name]`).
-      execute: async (input, { toolCallId, abortSignal, experimental_context, context: toolContext }) => {
+      // `messages`: the same array for every call of a step, another for each run, so two runs never share a turn.
+      execute: async (input, { toolCallId, abortSignal, messages, experimental_context, context: toolContext }) => {
         const callContext = experimental_context ?? toolContext ?? context
         const result = await run(
           { id: toolCallId, name: def.name, input },
-          { signal: abortSignal, context: approvals.approvedBySdk(toolCallId) ? approvals.contextFor(callContext) : callContext },
+          { signal: abortSignal, run: messages, context: approvals.approvedBySdk(toolCallId) ? approvals.contextFor(callContext) : callContext },
         )
         if (!result.success) throw new ToolResultError(result)
         return result
@@ -98,7 +101,7 @@ function aiSdkTools(gate, options) {
  */
 function sdkApprovals(names) {
   const asked = new Set()
-  const approvedContexts = new WeakMap()
+  const approvedContexts = perStep()
   let approvedWithoutContext
   return {
     ask(toolCallId) {
@@ -109,17 +112,13 @@ function sdkApprovals(names) {
     },
     /** Whether the SDK asked about this call, which runs now: then its user approved it. */
     approvedBySdk: (toolCallId) => asked.delete(toolCallId),
-    /** One context object per base context: approved calls of one step stay in one turn. */
+    /** One context object per base context and turn of the event loop: approved calls of one step stay in one
+     * turn, and a later step reads the base context afresh (a rule the app added since holds). */
     contextFor(base) {
       if (base === undefined) return (approvedWithoutContext ??= { approvedTools: names })
       // Not a context the gate takes: passed on as it is, for the gate to refuse as it would any other call's.
       if (base === null || typeof base !== 'object' || (base.approvedTools !== undefined && !Array.isArray(base.approvedTools))) return base
-      let approved = approvedContexts.get(base)
-      if (approved === undefined) {
-        approved = { ...base, approvedTools: [...(base.approvedTools ?? []), ...names] }
-        approvedContexts.set(base, approved)
-      }
-      return approved
+      return approvedContexts(base, () => ({ ...base, approvedTools: [...(base.approvedTools ?? []), ...names] }))
     },
   }
 }

@@ -7,7 +7,7 @@
 // the SDK: an app keeps its one copy of it, whichever module format it loads it in.
 
 const { ToolExecutor, forLlm } = require('../../index.js')
-const { gatherTurns } = require('./turns.js')
+const { gatherTurns, perStep } = require('./turns.js')
 
 /**
  * The Runner parses a call's arguments before any hook of a tool sees them (runner/toolExecution.js,
@@ -17,9 +17,6 @@ const { gatherTurns } = require('./turns.js')
  */
 const ENVELOPE = '__toolgate_unparsed_arguments'
 const ENVELOPE_START = `{"${ENVELOPE}":`
-
-/** Taken at load: a test that fakes the global timers must not keep a context's tool list forever. */
-const nextTurnOfTheLoop = setImmediate
 
 /** A pre-aborted signal: a turn under it looks up, reads and checks its calls, and runs none of them. */
 const LOOKUP_ONLY = AbortSignal.abort()
@@ -76,7 +73,8 @@ function openAiAgentsTools(gate, options) {
       invoke: async (runContext, input, details) => {
         const callId = details?.toolCall?.callId
         const context = contextOf(runContext)
-        const turn = () => run({ id: callId, name, arguments: modelArguments(input) }, { signal: details?.signal, context })
+        // The RunContext is the run's own: two runs never share a turn, even under one context or none.
+        const turn = () => run({ id: callId, name, arguments: modelArguments(input) }, { signal: details?.signal, context, run: runContext })
         if (!asks) return toolOutput(await turn())
         interrupted.delete(callId)
         return toolOutput(await hearingDecision(context, callId, runContext, turn))
@@ -113,8 +111,9 @@ function openAiAgentsRunConfig(gate, options) {
       // the SDK's text stands.
       if (call === undefined || call.name !== toolName) return undefined
       interrupted.delete(callId)
-      const context = askedAbout(contextOf(runContext), call.name)
-      const [result] = await hearingDecision(context, callId, runContext, () => gate.execute([{ id: callId, ...call }], { context }))
+      // Under a deny rule of its own, which the gate applies before anything else, whatever its approve callback:
+      // the call cannot run, and the model reads the gate's refusal with the user's decision as its reason.
+      const [result] = await gate.execute([{ id: callId, ...call }], { context: rejectedIn(contextOf(runContext), call.name) })
       return forLlm(result)
     },
   }
@@ -248,15 +247,11 @@ function remember(interrupted, callId, call) {
   if (interrupted.size > MAX_INTERRUPTED) interrupted.delete(interrupted.keys().next().value)
 }
 
-/**
- * The context under which a rejected call goes through the gate again: one in which the gate must ask about it
- * (an `ask` rule for its tool, the mode `default`, no `approvedTools`, no session whose earlier answers could
- * stand), so that it can only be refused, never run.
- */
-function askedAbout(base, name) {
-  const { approvedTools, sessionId, permissions, ...rest } = base ?? {}
-  const ask = Array.isArray(permissions?.ask) ? permissions.ask : []
-  return { ...rest, permissions: { ...permissions, mode: 'default', ask: [...ask, name] } }
+/** `base` with a deny rule for the tool the run's user rejected a call of. */
+function rejectedIn(base, name) {
+  const { permissions, ...rest } = base ?? {}
+  const deny = Array.isArray(permissions?.deny) ? permissions.deny : []
+  return { ...rest, permissions: { ...permissions, deny: [...deny, { tool: name, reason: 'the user rejected this call when asked to approve it' }] } }
 }
 
 /** The gate's shared parts, after checking it is a gate. */
@@ -274,20 +269,9 @@ function gateParts(gate, usage) {
  * once per turn of the event loop for each context, so a context changed between model calls is read afresh.
  */
 function visibleNames(gate) {
-  let byContext = null
-  return (context) => {
-    if (byContext === null) {
-      byContext = new WeakMap()
-      nextTurnOfTheLoop(() => {
-        byContext = null
-      })
-    }
-    // The gate itself keys "no context"; a context that is no object fails in `list`, as it would in `execute`.
-    const key = context === undefined ? gate : context
-    let names = byContext.get(key)
-    if (names === undefined) byContext.set(key, (names = new Set(gate.list({ context }).map((t) => t.name))))
-    return names
-  }
+  const cached = perStep()
+  // The gate itself keys "no context"; a context that is no object fails in `list`, as it would in `execute`.
+  return (context) => cached(context === undefined ? gate : context, () => new Set(gate.list({ context }).map((t) => t.name)))
 }
 
 /**

@@ -7,9 +7,10 @@
 const nextTurnOfTheLoop = setImmediate
 
 /**
- * A function `(call, { signal, context }) → Promise<ToolResult>` for an adapter's tools: the calls it gets before
- * the event loop turns run as one `gate.execute`, one turn per signal and context (calls of different runs never
- * share a turn), and each promise gets its own call's result.
+ * A function `(call, { signal, context, run }) → Promise<ToolResult>` for an adapter's tools: the calls it gets
+ * before the event loop turns run as one `gate.execute`, one turn per signal, context and run (`run`: what the
+ * framework hands every call of one run or step, and no other's, such as the step's messages: two runs that share
+ * a signal and a context, or have neither, are still two turns), and each promise gets its own call's result.
  */
 function gatherTurns(gate) {
   let open = []
@@ -23,10 +24,10 @@ function gatherTurns(gate) {
       )
     }
   }
-  return (call, { signal, context } = {}) => new Promise((resolve, reject) => {
-    let batch = open.find((b) => b.signal === signal && b.context === context)
+  return (call, { signal, context, run } = {}) => new Promise((resolve, reject) => {
+    let batch = open.find((b) => b.signal === signal && b.context === context && b.run === run)
     if (batch === undefined) {
-      batch = { signal, context, calls: [], waiters: [] }
+      batch = { signal, context, run, calls: [], waiters: [] }
       if (open.length === 0) nextTurnOfTheLoop(flush)
       open.push(batch)
     }
@@ -35,4 +36,21 @@ function gatherTurns(gate) {
   })
 }
 
-module.exports = { gatherTurns }
+/** A cache emptied at the next turn of the event loop: what the calls of one step share, which the next step reads
+ * afresh. `(key, make) → value`. */
+function perStep() {
+  let entries = null
+  return (key, make) => {
+    if (entries === null) {
+      entries = new Map()
+      nextTurnOfTheLoop(() => {
+        entries = null
+      })
+    }
+    let value = entries.get(key)
+    if (value === undefined) entries.set(key, (value = make()))
+    return value
+  }
+}
+
+module.exports = { gatherTurns, perStep }
