@@ -410,9 +410,7 @@ class ToolExecutor {
     if (kind === 'validate') {
       pending = this.#validated(turn, index, toolName, args)
     } else if (kind === 'check') {
-      const input = turn?.parsed?.has(index) ? turn.parsed.get(index) : this.#pruned(toolName, args)
-      pending = callHost(() => this.#checks.get(toolName)(input, { callId, toolName, context }))
-        .then((problem) => (problem == null || problem === true ? {} : { problem: describeProblem(problem) }))
+      pending = this.#checked(turn, index, toolName, callId, args).then((problem) => (problem === undefined ? {} : { problem }))
     } else if (this.#listeners.approve === undefined) {
       pending = Promise.resolve({ decision: 'deny', reason: 'no approval callback is set' })
     } else {
@@ -450,13 +448,19 @@ class ToolExecutor {
       ? within("the schema's own validation of them", () => this.#validated(turn, index, toolName, edited))
       : Promise.resolve({})
     return validated.then(({ issues }) => {
-      const check = this.#checks.get(toolName)
-      if (issues || check === undefined) return issues
-      const input = turn?.parsed?.has(index) ? turn.parsed.get(index) : this.#pruned(toolName, edited)
-      return within("the tool's check of them", () => callHost(() => check(input, { callId, toolName, context: turn?.context }))
-        .then((problem) => (problem == null || problem === true ? {} : { issues: [['', describeProblem(problem)]] })))
+      if (issues || !this.#checks.has(toolName)) return issues
+      return within("the tool's check of them", () => this.#checked(turn, index, toolName, callId, edited)
+        .then((problem) => (problem === undefined ? {} : { issues: [['', problem]] })))
         .then((verdict) => verdict.issues)
     })
+  }
+
+  /** The tool's check of a call's arguments (the schema's output when its own validation ran, else the arguments
+   * as the handler gets them): the problem it found, as text, or undefined. */
+  #checked(turn, index, toolName, callId, args) {
+    const input = turn?.parsed?.has(index) ? turn.parsed.get(index) : this.#pruned(toolName, args)
+    return callHost(() => this.#checks.get(toolName)(input, { callId, toolName, context: turn?.context }))
+      .then((problem) => (problem == null || problem === true ? undefined : describeProblem(problem)))
   }
 
   /** The schema's own validation of a call's arguments: `{ issues }` for the engine when they fail it; when they

@@ -175,7 +175,9 @@ impl Registry {
             ));
         }
         let schema = object_schema(&spec.name, spec.parameters.take())?;
-        let validator = compile(&spec.name, "parameters", spec.validation_schema.as_ref().unwrap_or(&schema))?;
+        // The lenient copy is needed only to compile the validator from.
+        let validation = spec.validation_schema.take();
+        let validator = compile(&spec.name, "parameters", validation.as_ref().unwrap_or(&schema))?;
         let checked_output = spec.output_schema.as_ref().filter(|_| !spec.output_check);
         let output_validator = checked_output.map(|o| compile(&spec.name, "outputSchema", o)).transpose()?;
         let named = |e: String| format!("tool \"{}\": {e}", spec.name);
