@@ -418,6 +418,21 @@ export interface ToolSpec<
   urlHosts?: { arg: string; hosts: string[] } | { arg: string; hosts: string[] }[]
   /** Replace a tool already registered under this name instead of throwing. */
   replace?: boolean
+  /** Where the tool comes from, shown by `list()` (a mounted MCP tool's server, its name there, its annotations). */
+  origin?: ToolOrigin
+}
+
+/** A JSON object `list()` shows as given; no station reads it. `toolgate/mcp` fills `server`, `name`,
+ * `title`, `annotations` and `trusted`. */
+export interface ToolOrigin {
+  /** The server (or other source) the tool comes from. */
+  server?: string
+  /** The tool's name there, when it differs. */
+  name?: string
+  title?: string
+  annotations?: Record<string, unknown>
+  trusted?: boolean
+  [key: string]: unknown
 }
 
 /**
@@ -718,6 +733,8 @@ export interface ExecuteOptions<Ctx = ExecutionContext> {
   stopOnError?: boolean
   /** This turn's `ctx.progress()` events. */
   onProgress?: (event: ProgressEvent) => void
+  /** Decides this turn's asks in place of the executor's `approve` (a server asking its own client's user). */
+  approve?: (request: ApprovalRequest) => ApprovalAnswer | Promise<ApprovalAnswer>
 }
 
 /** Anthropic `tool_use` content block. */
@@ -851,6 +868,10 @@ export interface RegisteredTool {
   idempotent: boolean
   needsApproval: boolean
   risk: Risk
+  untrusted: boolean
+  /** The output's JSON Schema, when the tool declares one. */
+  outputSchema?: Parsed<JsonSchema>
+  origin?: ToolOrigin
   timeoutMs: number
   idleTimeoutMs?: number
   maxConcurrency?: number

@@ -109,7 +109,7 @@ async function imageTurn() {
   const calls = ['screenshot', 'search', 'boom'].map((name) => ({ type: 'tool-call', toolCallId: `call_${name}`, toolName: name, input: {} }))
   const results = await gate.execute(calls)
   const [caption, hits, error] = results.map((r) => r.output)
-  assert.equal(caption, 'the page\n[image 1: image/png, 72 bytes]')
+  assert.equal(caption, 'the page\n[image 1: image/png, 70 bytes]')
   assert.equal(error, 'Error (handler_error): Tool "boom" failed: Error: disk full')
   return { gate, calls, results, caption, hits, error }
 }
@@ -130,11 +130,11 @@ describe('formatResults with images', () => {
     const { gate } = gateWith([{ name: 'scan', handler: () => [{ type: 'image', data: 'Qk0=', mediaType: 'image/bmp' }, { type: 'image', data: PNG, mediaType: 'image/png' }] }])
     const [scan] = await gate.execute([{ name: 'scan', id: 'call_scan' }])
     assert.deepEqual(formatResults([scan], 'anthropic').content[0].content, [
-      { type: 'text', text: '[image 1: image/bmp, 3 bytes]\n[image 2: image/png, 72 bytes]' },
+      { type: 'text', text: '[image 1: image/bmp, 2 bytes]\n[image 2: image/png, 70 bytes]' },
       { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } },
     ])
     const [bmpOnly] = await gateWith([{ name: 'scan', handler: () => ({ type: 'image', data: 'Qk0=', mediaType: 'image/bmp' }) }]).gate.execute([{ name: 'scan' }])
-    assert.equal(formatResults([bmpOnly], 'anthropic').content[0].content, '[image 1: image/bmp, 3 bytes]')
+    assert.equal(formatResults([bmpOnly], 'anthropic').content[0].content, '[image 1: image/bmp, 2 bytes]')
   })
 
   it("'openai-responses': input_text then input_image data URLs", () => {

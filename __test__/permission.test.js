@@ -133,6 +133,18 @@ describe('approvals', () => {
     }])
   })
 
+  it("lets one turn's own approve decide its asks in place of the executor's", async () => {
+    const asked = []
+    const gate = new ToolExecutor({ approve: ({ callId }) => { asked.push(`executor ${callId}`); return 'deny' } })
+    gate.register({ name: 'deploy', needsApproval: true, handler: () => 'deployed' })
+    const [own] = await gate.execute([{ id: 'a', name: 'deploy' }], { approve: ({ callId }) => { asked.push(`turn ${callId}`); return 'approve' } })
+    assertSuccess(own, 'deployed')
+    const [fallback] = await gate.execute([{ id: 'b', name: 'deploy' }])
+    assertFailure(fallback, 'approval_denied')
+    assert.deepEqual(asked, ['turn a', 'executor b'])
+    await assert.rejects(gate.execute([{ name: 'deploy' }], { approve: 'yes' }), /approve must be a function/)
+  })
+
   it('remembers "approve for this session" for that session only', async () => {
     let asked = 0
     const gate = new ToolExecutor({ permissions: { mode: 'default' }, dedup: { policy: 'off' }, approve: () => { asked++; return { decision: 'approve', remember: 'session' } } })

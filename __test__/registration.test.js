@@ -188,10 +188,10 @@ describe('list and definitions', () => {
     // The executor's default retry policy (LangChain's defaults: 2 retries, doubling from 1 s, capped at 60 s).
     const retry = { maxRetries: 2, initialDelayMs: 1000, backoffFactor: 2, maxDelayMs: 60000, maxElapsedMs: 120000, onTimeout: false }
     assert.deepEqual(registry().list(), [
-      { name: 'search', description: 'Search the web', parameters: SCHEMA, readOnly: true, idempotent: true, needsApproval: false, risk: 'read', timeoutMs: 1234, maxOutputChars: 999, retry },
+      { name: 'search', description: 'Search the web', parameters: SCHEMA, readOnly: true, idempotent: true, needsApproval: false, risk: 'read', untrusted: false, timeoutMs: 1234, maxOutputChars: 999, retry },
       // A tool's own timeout is capped by maxTimeoutMs.
-      { name: 'deploy', description: '', parameters: EMPTY, readOnly: false, idempotent: false, needsApproval: true, risk: 'write', timeoutMs: 5000, maxOutputChars: 50, retry },
-      { name: 'read_file', description: 'Read a file', parameters: EMPTY, readOnly: false, idempotent: false, needsApproval: false, risk: 'write', timeoutMs: 1234, maxOutputChars: 999, retry },
+      { name: 'deploy', description: '', parameters: EMPTY, readOnly: false, idempotent: false, needsApproval: true, risk: 'write', untrusted: false, timeoutMs: 5000, maxOutputChars: 50, retry },
+      { name: 'read_file', description: 'Read a file', parameters: EMPTY, readOnly: false, idempotent: false, needsApproval: false, risk: 'write', untrusted: false, timeoutMs: 1234, maxOutputChars: 999, retry },
     ])
   })
 

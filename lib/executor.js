@@ -273,13 +273,14 @@ class ToolExecutor {
    * programmer errors (calls not an array, a malformed context or signal).
    */
   execute(calls, options) {
-    let step, turn, list, signal, context, onProgress
+    let step, turn, list, signal, context, onProgress, approve
     try {
       if (this.#closed) throw new TypeError('execute(calls): this ToolExecutor is closed')
       if (!Array.isArray(calls)) throw new TypeError(`execute(calls): calls must be an array of tool calls, got ${typeof calls}`)
       let turnOptions
-      ;({ signal, context, onProgress, ...turnOptions } = options ?? {})
+      ;({ signal, context, onProgress, approve, ...turnOptions } = options ?? {})
       if (onProgress !== undefined && typeof onProgress !== 'function') throw new TypeError('execute(calls, { onProgress }): onProgress must be a function')
+      if (approve !== undefined && typeof approve !== 'function') throw new TypeError('execute(calls, { approve }): approve must be a function (request) => answer')
       const turnJson = JSON.stringify(pick(turnOptions, TURN_OPTIONS, 'execute options'))
       if (signal != null && !(typeof signal.aborted === 'boolean' && typeof signal.addEventListener === 'function' && typeof signal.removeEventListener === 'function')) {
         throw new TypeError('execute(calls, { signal }): signal must be an AbortSignal')
@@ -308,7 +309,7 @@ class ToolExecutor {
         return Promise.resolve(internalFailures(list, textOf(err)))
       }
       // `sent`: the text each call's handler settled with, which the engine does not send back when it is the output.
-      turn = { id: step.turn, resolve: undefined, context, signal, onProgress, onAbort, abortReason: undefined, calls: list, span: undefined, sent: [], parsed: undefined }
+      turn = { id: step.turn, resolve: undefined, context, signal, onProgress, approve: approve ?? this.#listeners.approve, onAbort, abortReason: undefined, calls: list, span: undefined, sent: [], parsed: undefined }
     } catch (err) {
       return Promise.reject(err)
     }
@@ -411,11 +412,11 @@ class ToolExecutor {
       pending = this.#validated(turn, index, toolName, args)
     } else if (kind === 'check') {
       pending = this.#checked(turn, index, toolName, callId, args).then((problem) => (problem === undefined ? {} : { problem }))
-    } else if (this.#listeners.approve === undefined) {
+    } else if (turn?.approve === undefined) {
       pending = Promise.resolve({ decision: 'deny', reason: 'no approval callback is set' })
     } else {
       const request = { callId, toolName, arguments: args, rule, reason: reason ?? undefined, context }
-      pending = callHost(() => this.#listeners.approve(request)).then(readApproval).then((answer) => {
+      pending = callHost(() => turn.approve(request)).then(readApproval).then((answer) => {
         if (answer.arguments === undefined) return answer
         return this.#editsPass(turn, index, toolName, callId, answer.arguments).then((issues) => (issues ? { ...answer, issues } : answer))
       })

@@ -15,7 +15,7 @@ const OBSERVER_OPTIONS = ['audit', 'otel']
 const SPEC_FIELDS = [
   'name', 'description', 'parameters', 'readOnly', 'idempotent', 'timeoutMs', 'idleTimeoutMs', 'maxOutputChars',
   'needsApproval', 'replace', 'retry', 'maxConcurrency', 'cache', 'dedup', 'rateLimit', 'untrusted', 'aliases',
-  'rollbackWhen', 'risk', 'check', 'pathWithin', 'urlHosts', 'outputSchema',
+  'rollbackWhen', 'risk', 'check', 'pathWithin', 'urlHosts', 'outputSchema', 'origin',
 ]
 const TURN_OPTIONS = ['deadlineMs', 'stopOnError']
 

@@ -203,7 +203,8 @@ fn media_parts(value: &Value) -> Option<(String, Vec<Image>)> {
                     return None;
                 }
                 images.push(Image { media_type: media_type.to_string(), data: data.to_string() });
-                text.push(format!("[image {}: {media_type}, {} bytes]", images.len(), data.len() / 4 * 3));
+                let bytes = (data.len() / 4 * 3).saturating_sub(data.bytes().rev().take(2).filter(|b| *b == b'=').count());
+                text.push(format!("[image {}: {media_type}, {bytes} bytes]", images.len()));
             }
             _ => return None,
         }
@@ -314,7 +315,7 @@ mod tests {
     #[test]
     fn images_pass_as_images_with_a_line_for_the_text() {
         let r = run(Outcome::Json(r#"{"type":"image","data":"iVBORw0KGgo=","mediaType":"image/png"}"#.into()));
-        assert_eq!(r.output, "[image 1: image/png, 9 bytes]");
+        assert_eq!(r.output, "[image 1: image/png, 8 bytes]", "the padding is no data");
         assert_eq!(r.metadata.images[0].data, "iVBORw0KGgo=");
         assert!(r.metadata.structured.is_none());
         let r = run(Outcome::Json(r#"[{"type":"text","text":"a chart"},{"type":"image","data":"AAAA","mimeType":"image/gif"}]"#.into()));

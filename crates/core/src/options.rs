@@ -325,6 +325,10 @@ pub struct ToolSpec {
     /// Replace a tool already registered under this name instead of refusing.
     #[serde(default)]
     pub replace: bool,
+    /// Where the tool comes from (a mounted MCP server's name for it, its annotations): shown by `list()`, not
+    /// read by any station.
+    #[serde(default)]
+    pub origin: Option<serde_json::Map<String, Value>>,
 }
 
 impl ToolSpec {

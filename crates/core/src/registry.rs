@@ -246,6 +246,7 @@ impl Registry {
                     "idempotent": t.spec.idempotent,
                     "needsApproval": t.spec.needs_approval,
                     "risk": t.risk.as_str(),
+                    "untrusted": t.spec.untrusted,
                     "timeoutMs": t.timeout_ms,
                     "maxOutputChars": t.max_output_chars,
                     "retry": t.retry,
@@ -258,6 +259,9 @@ impl Registry {
                 }
                 if let Some(schema) = &t.spec.output_schema {
                     item["outputSchema"] = schema.clone();
+                }
+                if let Some(origin) = &t.spec.origin {
+                    item["origin"] = Value::Object(origin.clone());
                 }
                 item
             })

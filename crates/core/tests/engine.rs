@@ -226,6 +226,10 @@ fn registration_refuses_what_cannot_work() {
     assert!(bad(&mut e, json!({"name": "t"})).contains("already registered"));
     e.register(spec(json!({"name": "t", "description": "new", "replace": true}))).unwrap();
     assert_eq!(e.list(&Policy::default())[0]["description"], "new");
+    e.register(spec(json!({"name": "t", "untrusted": true, "origin": {"server": "files", "name": "files.read"}, "replace": true}))).unwrap();
+    let listed = &e.list(&Policy::default())[0];
+    assert_eq!((&listed["untrusted"], &listed["origin"]["name"]), (&json!(true), &json!("files.read")), "list() shows where a tool comes from");
+    assert!(ToolSpec::from_json(r#"{"name":"u","origin":"files"}"#).unwrap_err().contains("expected a map"), "an origin is an object");
     assert!(ToolSpec::from_json(r#"{"name":"t","readonly":true}"#).unwrap_err().contains("unknown field"));
     assert!(EngineOptions::from_json(r#"{"concurrency":0}"#).unwrap_err().contains("concurrency"));
     assert!(e.unregister("t") && !e.unregister("t"));
