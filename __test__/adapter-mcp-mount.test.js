@@ -1,0 +1,372 @@
+'use strict'
+// toolgate/mcp mounting real MCP servers over stdio: the reference servers @modelcontextprotocol/server-everything
+// (progress, structured content, images, resources) and server-filesystem on a temp folder (reads, writes, path
+// errors), and a server of our own (fixtures/mcp-server.js) for what those cannot do: progress forever, `isError`,
+// a connection dropped mid-call, `list_changed`, pages, names no provider accepts, a pinned protocol version.
+
+const { describe, it, before, after } = require('node:test')
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { Client } = require('@modelcontextprotocol/sdk/client/index.js')
+const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js')
+const { ToolExecutor } = require('..')
+const { mountMcp } = require('toolgate/mcp')
+const { assertFailure, assertSuccess, deferred, runChild, lastJsonLine } = require('./helpers')
+
+const FIXTURE = path.join(__dirname, 'fixtures', 'mcp-server.js')
+const EVERYTHING = require.resolve('@modelcontextprotocol/server-everything/dist/index.js')
+const FILESYSTEM = require.resolve('@modelcontextprotocol/server-filesystem/dist/index.js')
+
+/** A connected SDK Client on a server script run by this Node; `negotiated` is the protocol version it agreed. */
+async function connect(script, ...args) {
+  const client = new Client({ name: 'toolgate-tests', version: '1.0.0' })
+  const transport = new StdioClientTransport({ command: process.execPath, args: [script, ...args], stderr: 'ignore' })
+  const session = { client, negotiated: undefined }
+  transport.setProtocolVersion = (version) => { session.negotiated = version }
+  await client.connect(transport)
+  return session
+}
+
+/** Results of one turn, by call id. */
+async function run(gate, calls, options) {
+  const results = await gate.execute(calls.map(([id, name, args]) => ({ id, name, arguments: args ?? {} })), options)
+  return Object.fromEntries(results.map((r) => [r.callId, r]))
+}
+
+/** Limits for the fixture's tools that never answer: progress restarts the idle limit, never the total one. */
+const LIMITS = { progress_forever: { timeoutMs: 400, idleTimeoutMs: 200 }, never_answers: { timeoutMs: 300 } }
+
+const listed = (gate, name) => gate.list().find((tool) => tool.name === name)
+
+/** The request ids whose cancellation the fixture server was sent. */
+async function cancellationsSeen(gate) {
+  const [result] = await gate.execute([{ id: 'c', name: 'fx__cancellations', arguments: {} }])
+  return JSON.parse(result.output)
+}
+
+describe('mountMcp over our own server', () => {
+  let session, gate, mount
+  before(async () => {
+    session = await connect(FIXTURE)
+    gate = new ToolExecutor({ defaultTimeoutMs: 5_000, retry: false })
+    mount = await mountMcp(gate, session.client, { prefix: 'fx', trust: true, tools: (tool) => LIMITS[tool.name] })
+  })
+  after(async () => {
+    await gate.close()
+    await session.client.close()
+  })
+
+  it('follows every page of tools/list and maps names no provider accepts, both ways', () => {
+    const names = mount.tools.map((t) => t.mcpName)
+    // 14 tools over pages of 2; the two the gate cannot take are skipped, each with its reason.
+    assert.deepEqual(names, ['files.read', 'files/delete', 'progress_forever', 'never_answers', 'fails', 'drop_connection', 'add_tool', 'remove_tools', 'weather', 'mixed_content', 'echo_args', 'cancellations'])
+    assert.equal(mount.nameOf('files.read'), 'fx__files_read')
+    assert.equal(mount.mcpNameOf('fx__files_delete'), 'files/delete')
+    assert.deepEqual(mount.skipped.map((s) => s.mcpName), ['bad_schema', 'task_only'])
+    assert.match(mount.skipped[0].reason, /^tool "fx__bad_schema": parameters is not a valid JSON Schema/)
+    assert.equal(mount.skipped[1].reason, 'it runs only as an MCP task, which toolgate does not run')
+    const tool = listed(gate, 'fx__files_read')
+    assert.deepEqual(tool.origin, {
+      server: 'fixture', name: 'files.read', trusted: true, title: 'Read a file',
+      annotations: { title: 'Read a file', readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+    })
+    assert.deepEqual(tool.parameters, { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] })
+  })
+
+  it('reads a trusted server\'s annotations with the spec\'s defaults', () => {
+    const declared = (name) => {
+      const { readOnly, idempotent, risk, untrusted } = listed(gate, name)
+      return { readOnly, idempotent, risk, untrusted }
+    }
+    assert.deepEqual(declared('fx__files_read'), { readOnly: true, idempotent: true, risk: 'read', untrusted: false })
+    assert.deepEqual(declared('fx__files_delete'), { readOnly: false, idempotent: false, risk: 'destructive', untrusted: true })
+    // No annotations: destructiveHint and openWorldHint default to true.
+    assert.deepEqual(declared('fx__echo_args'), { readOnly: false, idempotent: false, risk: 'destructive', untrusted: true })
+  })
+
+  it('runs a call and gives the model the server\'s text; the gate validates first', async () => {
+    const r = await run(gate, [['ok', 'fx__files_read', { path: 'a.txt' }], ['bad', 'fx__echo_args', { n: 'x' }], ['fixed', 'fx__echo_args', { n: '7' }]])
+    assertSuccess(r.ok, 'contents of a.txt')
+    assertFailure(r.bad, 'invalid_arguments', '/n: must be an integer')
+    assert.equal(r.bad.attempts, 0, 'an invalid call never reaches the server')
+    assert.match(r.fixed.output, /^<untrusted-data[^>]*>\n.*\n\{"n":7\}\n/s, 'the repaired arguments are what the server got, its output fenced')
+  })
+
+  it('makes isError a handler_error with the server\'s text, not a success', async () => {
+    const r = await run(gate, [['e', 'fx__fails', { reason: 'disk full' }]])
+    assertFailure(r.e, 'handler_error', 'Tool "fx__fails" failed: Error: disk full')
+    assert.equal(r.e.retryable, false)
+  })
+
+  it('takes structuredContent as the structure and checks it against the outputSchema', async () => {
+    const r = await run(gate, [['ok', 'fx__weather'], ['wrong', 'fx__weather', { wrong: true }], ['none', 'fx__weather', { none: true }]])
+    assert.deepEqual(r.ok.metadata.structured, { temperature: 21.5, conditions: 'sunny' })
+    assertFailure(r.wrong, 'handler_error', 'does not match its outputSchema', '- /temperature: must be a number, got a string')
+    assertFailure(r.none, 'handler_error', 'returned no structuredContent, which the tool\'s outputSchema requires')
+  })
+
+  it('maps text, image, audio, resource and resource-link content to the output and images', async () => {
+    const r = await run(gate, [['m', 'fx__mixed_content']])
+    assert.deepEqual(r.m.metadata.images, [{ mediaType: 'image/png', data: 'iVBORw0KGgo=' }])
+    const body = r.m.output.split('\n').slice(2, -1).join('\n') // inside the untrusted-data fence
+    assert.equal(body, [
+      'the chart:',
+      '[image 1: image/png, 8 bytes]',
+      '[audio: audio/wav, 4 bytes]',
+      '[resource file:///notes.txt (text/plain)]',
+      'a note',
+      '[resource file:///data.bin: application/octet-stream, 3 bytes]',
+      '[resource link: big.csv <file:///big.csv> (text/csv)]',
+      'the full table',
+    ].join('\n'))
+  })
+
+  it('holds the total limit while the server keeps sending progress, and cancels the request', async () => {
+    const progress = []
+    const r = await gate.execute([{ id: 'p', name: 'fx__progress_forever', arguments: {} }], { onProgress: (e) => progress.push(e.info) })
+      .then(([result]) => result)
+    assert.equal(r.errorKind, 'timeout', r.output)
+    assert.ok(progress.length >= 3, `progress reached the gate (${progress.length} events)`)
+    assert.deepEqual(progress.slice(0, 2).map((p) => p.message), ['step 1', 'step 2'])
+    assert.equal((await cancellationsSeen(gate)).length, 1, 'the server was sent notifications/cancelled')
+  })
+
+  it('times out a server that never answers, and cancels the request; a turn\'s abort cancels it too', async () => {
+    const before = (await cancellationsSeen(gate)).length
+    const [late] = await gate.execute([{ id: 'n', name: 'fx__never_answers', arguments: {} }])
+    assertFailure(late, 'timeout', 'did not finish within its time limit of 300 ms')
+    const controller = new AbortController()
+    const turn = gate.execute([{ id: 'a', name: 'fx__never_answers', arguments: {} }], { signal: controller.signal })
+    setTimeout(() => controller.abort(new Error('the user stopped')), 50)
+    const [aborted] = await turn
+    assertFailure(aborted, 'cancelled', 'the user stopped')
+    assert.equal((await cancellationsSeen(gate)).length, before + 2, 'each abandoned request was cancelled at the server')
+  })
+
+  it('follows notifications/tools/list_changed: new tools registered, removed ones unregistered', async () => {
+    const changed = []
+    const waitForChange = () => {
+      const next = deferred()
+      changed.push(next)
+      return next.promise
+    }
+    const follower = await mountMcp(gate, session.client, { prefix: 'live', include: ['add_tool', 'remove_tools', 'extra_*'], onToolsChanged: () => changed.at(-1)?.resolve() })
+    assert.deepEqual(follower.tools.map((t) => t.name), ['live__add_tool', 'live__remove_tools'])
+    let seen = waitForChange()
+    await run(gate, [['add', 'live__add_tool']])
+    await seen
+    assert.deepEqual(follower.tools.map((t) => t.name), ['live__add_tool', 'live__remove_tools', 'live__extra_1'])
+    assertSuccess((await run(gate, [['x', 'live__extra_1']])).x)
+    // The first mount on the same client follows the same notification.
+    assert.equal(mount.nameOf('extra_1'), 'fx__extra_1')
+    seen = waitForChange()
+    await run(gate, [['rm', 'live__remove_tools']])
+    await seen
+    assert.equal(follower.nameOf('extra_1'), undefined)
+    assertFailure((await run(gate, [['gone', 'live__extra_1']])).gone, 'unknown_tool')
+    follower.unmount()
+    assert.equal(gate.list().filter((t) => t.name.startsWith('live__')).length, 0, 'unmount unregisters its tools')
+    await assert.rejects(follower.refresh(), /unmounted/)
+  })
+})
+
+describe('mountMcp over @modelcontextprotocol/server-everything', () => {
+  let session, gate, mount
+  before(async () => {
+    session = await connect(EVERYTHING, 'stdio')
+    gate = new ToolExecutor({ defaultTimeoutMs: 10_000 })
+    mount = await mountMcp(gate, session.client, { prefix: 'ev', trust: true })
+  })
+  after(async () => {
+    await gate.close()
+    await session.client.close()
+  })
+
+  it('mounts its tools, and not the one that runs only as a task', () => {
+    assert.ok(mount.tools.length >= 10, mount.tools.map((t) => t.name).join())
+    assert.equal(mount.nameOf('get-sum'), 'ev__get-sum')
+    assert.deepEqual(mount.skipped, [{ mcpName: 'simulate-research-query', reason: 'it runs only as an MCP task, which toolgate does not run' }])
+    assert.equal(listed(gate, 'ev__echo').readOnly, true)
+  })
+
+  it('runs calls the gate repaired, and passes images, structured content and resources on', async () => {
+    const r = await run(gate, [
+      ['sum', 'ev__get-sum', { a: 2, b: '3' }],
+      ['img', 'ev__get-tiny-image'],
+      ['weather', 'ev__get-structured-content', { location: 'Chicago' }],
+      ['links', 'ev__get-resource-links', { count: 2 }],
+      ['ref', 'ev__get-resource-reference', { resourceType: 'Text', resourceId: 3 }],
+    ])
+    assert.equal(r.sum.output, 'The sum of 2 and 3 is 5.\n[arguments adjusted before running: /b "3" → 3]')
+    assert.equal(r.img.metadata.images.length, 1)
+    assert.equal(r.img.metadata.images[0].mediaType, 'image/png')
+    assert.match(r.img.output, /^Here's the image you requested:\n\[image 1: image\/png, \d+ bytes\]\nThe image above is the MCP logo\.$/)
+    assert.deepEqual(Object.keys(r.weather.metadata.structured).sort(), ['conditions', 'humidity', 'temperature'])
+    assert.match(r.links.output, /\[resource link: Blob Resource 1 <demo:\/\/resource\/dynamic\/blob\/1> \(text\/plain\)\]/)
+    assert.match(r.ref.output, /\[resource demo:\/\/resource\/dynamic\/text\/3 \(text\/plain\)\]\nResource 3: /)
+  })
+
+  it('hands its progress to the gate\'s listeners and idle limit', async () => {
+    const events = []
+    const [r] = await gate.execute([{ id: 'long', name: 'ev__trigger-long-running-operation', arguments: { duration: 0.3, steps: 3 } }], {
+      onProgress: (event) => events.push(event.info),
+    })
+    assertSuccess(r, 'Long running operation completed. Duration: 0.3 seconds, Steps: 3.')
+    // The last notification and the answer come together: the SDK may hand over the answer first, and progress
+    // after its call ended reaches no listener.
+    assert.ok(events.length >= 2, `${events.length} progress events`)
+    assert.deepEqual(events, [{ progress: 1, total: 3 }, { progress: 2, total: 3 }, { progress: 3, total: 3 }].slice(0, events.length))
+  })
+})
+
+describe('mountMcp over @modelcontextprotocol/server-filesystem', () => {
+  let session, gate, root
+  before(async () => {
+    root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'toolgate-mcp-fs-')))
+    fs.writeFileSync(path.join(root, 'a.txt'), 'alpha\n')
+    session = await connect(FILESYSTEM, root)
+    gate = new ToolExecutor({ retry: false, permissions: { mode: 'readOnly', allow: ['files__write_file'] } })
+    await mountMcp(gate, session.client, { prefix: 'files', trust: true })
+  })
+  after(async () => {
+    await gate.close()
+    await session.client.close()
+    fs.rmSync(root, { recursive: true, force: true })
+  })
+
+  it('reads and writes inside its folder; its path errors are handler errors in its words', async () => {
+    const r = await run(gate, [
+      ['read', 'files__read_text_file', { path: path.join(root, 'a.txt') }],
+      ['write', 'files__write_file', { path: path.join(root, 'b.txt'), content: 'beta' }],
+      ['outside', 'files__read_text_file', { path: '/etc/hostname' }],
+      ['missing', 'files__read_text_file', { path: path.join(root, 'nope.txt') }],
+      ['move', 'files__move_file', { source: path.join(root, 'a.txt'), destination: path.join(root, 'c.txt') }],
+    ])
+    assert.equal(r.read.metadata.structured.content, 'alpha\n')
+    assert.equal(fs.readFileSync(path.join(root, 'b.txt'), 'utf8'), 'beta')
+    assertFailure(r.outside, 'handler_error', 'Access denied - path outside allowed directories')
+    assertFailure(r.missing, 'handler_error', 'ENOENT')
+    // The server says move_file is destructive: under readOnly mode, without an allow rule, it never reaches it.
+    assertFailure(r.move, 'permission_denied')
+    assert.ok(fs.existsSync(path.join(root, 'a.txt')))
+    assert.equal(listed(gate, 'files__move_file').risk, 'destructive')
+  })
+})
+
+describe('mountMcp: a connection that drops', () => {
+  it('fails the call in flight as retryable, and later calls say the server is not connected', async () => {
+    const { client } = await connect(FIXTURE)
+    const gate = new ToolExecutor({ retry: false })
+    try {
+      await mountMcp(gate, client, { prefix: 'fx' })
+      const [dropped] = await gate.execute([{ id: 'd', name: 'fx__drop_connection', arguments: {} }])
+      assertFailure(dropped, 'handler_error', 'MCP server "fixture" closed the connection before answering (the call may have run')
+      assert.equal(dropped.retryable, true)
+      const [after] = await gate.execute([{ id: 'e', name: 'fx__files_read', arguments: { path: 'x' } }])
+      assertFailure(after, 'handler_error', 'MCP server "fixture" is not connected (the call was not sent)')
+      assert.equal(after.retryable, true)
+    } finally {
+      await gate.close()
+      await client.close()
+    }
+  })
+})
+
+describe('mountMcp: what it reads off a server', () => {
+  const mounted = async (args, options) => {
+    const session = await connect(FIXTURE, ...args)
+    const gate = new ToolExecutor()
+    return { ...session, gate, close: async () => { await gate.close(); await session.client.close() }, mount: () => mountMcp(gate, session.client, options) }
+  }
+
+  it('treats an untrusted server\'s tools as writes whose output is outside data, annotations only shown', async () => {
+    const m = await mounted([], {})
+    try {
+      const mount = await m.mount()
+      assert.equal(mount.prefix, 'fixture', 'the default prefix is the server\'s name')
+      const tool = listed(m.gate, 'fixture__files_read')
+      assert.deepEqual([tool.readOnly, tool.idempotent, tool.risk, tool.untrusted], [false, false, 'write', true])
+      assert.equal(tool.origin.trusted, false)
+      assert.equal(tool.origin.annotations.readOnlyHint, true)
+    } finally {
+      await m.close()
+    }
+  })
+
+  it('refuses pages that never end, and leaves the gate as it was', async () => {
+    const m = await mounted(['--loop-cursor'], {})
+    try {
+      await assert.rejects(m.mount(), /MCP server "fixture" repeats the tools\/list cursor "2": its pages never end/)
+      assert.deepEqual(m.gate.list(), [])
+    } finally {
+      await m.close()
+    }
+  })
+
+  it('works with a server that answers protocol 2025-06-18', async () => {
+    const m = await mounted(['--protocol', '2025-06-18', '--page-size', '100'], { prefix: 'old', include: ['files*'] })
+    try {
+      const mount = await m.mount()
+      assert.equal(m.negotiated, '2025-06-18')
+      assert.deepEqual(mount.tools.map((t) => t.name), ['old__files_read', 'old__files_delete'])
+      assertSuccess((await run(m.gate, [['r', 'old__files_read', { path: 'p' }]])).r)
+    } finally {
+      await m.close()
+    }
+  })
+
+  it('never takes a name the gate already has, and sets only the spec fields it may', async () => {
+    const m = await mounted([], { prefix: 'fx', include: ['files.read'] })
+    try {
+      m.gate.register({ name: 'fx__files_read', handler: () => 'mine' })
+      const mount = await m.mount()
+      assert.deepEqual(mount.tools, [])
+      assert.match(mount.skipped.find((s) => s.mcpName === 'files.read').reason, /already registered/)
+      assertSuccess((await run(m.gate, [['r', 'fx__files_read']])).r, 'mine')
+      await assert.rejects(mountMcp(m.gate, m.client, { prefix: 'x', include: ['fails'], tools: { handler: () => 1 } }), (err) => {
+        assert.ok(err instanceof TypeError)
+        assert.match(err.message, /tools may not set "handler"/)
+        return true
+      })
+      const limited = await mountMcp(m.gate, m.client, { prefix: 'y', include: ['fails'], tools: { timeoutMs: 1234, needsApproval: true } })
+      assert.deepEqual([listed(m.gate, 'y__fails').timeoutMs, listed(m.gate, 'y__fails').needsApproval], [1234, true])
+      limited.unmount()
+    } finally {
+      await m.close()
+    }
+  })
+
+  it('throws a TypeError at once for what cannot work', async () => {
+    const gate = new ToolExecutor()
+    const client = new Client({ name: 'x', version: '1' })
+    await assert.rejects(mountMcp({}, client), /gate must be a ToolExecutor/)
+    await assert.rejects(mountMcp(gate, {}), /client must be a connected Client/)
+    await assert.rejects(mountMcp(gate, client, { trust: 'yes' }), /trust must be a boolean/)
+    await assert.rejects(mountMcp(gate, client, { inclde: ['x'] }), /unknown option "inclde"/)
+    await assert.rejects(mountMcp(gate, client, { include: 'x' }), /include must be a list/)
+    await gate.close()
+  })
+})
+
+
+describe('one copy of the SDK per app', () => {
+  it('an ESM app that imports toolgate/mcp mounts a server with no CommonJS copy of the SDK loaded', async () => {
+    const child = await runChild(`
+      Promise.all([import('toolgate/mcp'), import('toolgate'), import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/client/stdio.js')])
+        .then(async ([{ mountMcp }, { ToolExecutor }, { Client }, { StdioClientTransport }]) => {
+          const client = new Client({ name: 'esm-app', version: '1.0.0' })
+          await client.connect(new StdioClientTransport({ command: process.execPath, args: [${JSON.stringify(FIXTURE)}], stderr: 'ignore' }))
+          const gate = new ToolExecutor()
+          await mountMcp(gate, client, { prefix: 'fx', trust: true, include: ['files.read'] })
+          const [result] = await gate.execute([{ name: 'fx__files_read', arguments: { path: 'p' } }])
+          const cjs = Object.keys(require.cache).filter((file) => file.includes('@modelcontextprotocol/sdk/dist/cjs'))
+          console.log(JSON.stringify({ output: result.output, cjs }))
+          await gate.close()
+          await client.close()
+        })`)
+    assert.equal(child.code, 0, child.stderr)
+    assert.deepEqual(lastJsonLine(child.stdout), { output: 'contents of p', cjs: [] })
+  })
+})

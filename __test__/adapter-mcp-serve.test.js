@@ -1,0 +1,510 @@
+'use strict'
+// toolgate/mcp serving a gate, against the real @modelcontextprotocol/sdk on the other side: its Client over stdio
+// (the fixture server in a child process), its Streamable HTTP client against the handler mounted in node:http,
+// raw JSON-RPC over fetch where the protocol version is the subject, and the MCP Inspector's CLI. What a client
+// reads is asserted field by field, in the gate's own wording.
+
+const { describe, it, after } = require('node:test')
+const assert = require('node:assert/strict')
+const http = require('node:http')
+const path = require('node:path')
+const { spawn } = require('node:child_process')
+const { Client } = require('@modelcontextprotocol/sdk/client/index.js')
+const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js')
+const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js')
+const { StreamableHTTPServerTransport } = require('@modelcontextprotocol/sdk/server/streamableHttp.js')
+const { InMemoryTransport } = require('@modelcontextprotocol/sdk/inMemory.js')
+const { ElicitRequestSchema, ToolListChangedNotificationSchema } = require('@modelcontextprotocol/sdk/types.js')
+const { serveMcp, mcpHttpHandler } = require('toolgate/mcp')
+const { fixtureGate, SERVED_CONTEXT, PNG, TABLE_ROWS } = require('./fixtures/mcp-gate-server.js')
+const { PACKAGE_DIR, deferred } = require('./helpers')
+
+const FIXTURE = path.join(__dirname, 'fixtures', 'mcp-gate-server.js')
+// The CLI proper: its `cli.js` launcher re-spawns it with whatever `node` is on PATH, not this Node.
+const INSPECTOR_CLI = path.join(PACKAGE_DIR, 'node_modules', '@modelcontextprotocol', 'inspector-cli', 'build', 'index.js')
+const CLIENT_INFO = { name: 'serve-test', version: '0.0.1' }
+
+/** Every tool of the fixture but `secret`, which the served context denies, in registration order. */
+const LISTED = ['add', 'slow', 'release', 'deploy', 'wait_for_abort', 'aborts_seen', 'chart', 'boom', 'report', 'table', 'whoami']
+
+const text = (result) => result.content[0].text
+
+/** An `isError` result: its kind and retryability in `_meta`, and exactly this text. */
+function assertError(result, kind, wording) {
+  assert.equal(result.isError, true, JSON.stringify(result))
+  assert.deepEqual(result._meta, { 'toolgate/errorKind': kind, 'toolgate/retryable': false })
+  assert.deepEqual(result.content, [{ type: 'text', text: `Error (${kind}): ${wording}` }])
+  assert.equal('structuredContent' in result, false)
+}
+
+/** An SDK Client declaring `capabilities`, answering elicitation requests with `onElicit`. */
+function newClient({ capabilities = {}, onElicit } = {}) {
+  const client = new Client(CLIENT_INFO, { capabilities })
+  if (onElicit) client.setRequestHandler(ElicitRequestSchema, onElicit)
+  return client
+}
+
+/** Runs `fn(client)` with an SDK Client connected over stdio to a fresh fixture server, closed afterwards. */
+async function withStdioClient(fn, clientOptions) {
+  const client = newClient(clientOptions)
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [FIXTURE] }))
+  try {
+    return await fn(client)
+  } finally {
+    await client.close()
+  }
+}
+
+/**
+ * Runs `fn({ url, handler, connect })` with `mcpHttpHandler(gate, options)` over the fixture's gate mounted in a
+ * node:http server on 127.0.0.1; `connect(clientOptions)` gives an SDK Client over Streamable HTTP. Everything
+ * closes afterwards.
+ */
+async function withHttp(options, fn) {
+  const gate = fixtureGate()
+  const handler = mcpHttpHandler(gate, { context: SERVED_CONTEXT, ...options })
+  const server = http.createServer((req, res) => {
+    handler(req, res).catch((err) => {
+      res.writeHead(500).end(`the handler rejected: ${err?.stack ?? err}`)
+    })
+  })
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const url = new URL(`http://127.0.0.1:${server.address().port}/mcp`)
+  const clients = []
+  const connect = async (clientOptions) => {
+    const transport = new StreamableHTTPClientTransport(url)
+    const client = newClient(clientOptions)
+    // A session the server ended makes the transport's SSE stream fail: expected in these tests, not a failure.
+    client.onerror = () => {}
+    clients.push(client)
+    await client.connect(transport)
+    return { client, transport }
+  }
+  try {
+    return await fn({ url, handler, connect })
+  } finally {
+    await Promise.all(clients.map((client) => client.close()))
+    await handler.close()
+    server.closeAllConnections()
+    await new Promise((resolve) => server.close(resolve))
+    await gate.close()
+  }
+}
+
+/** POSTs one raw JSON-RPC message as a Streamable HTTP client would; the reply parsed from JSON or from SSE. */
+async function post(url, message, headers = {}) {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    body: JSON.stringify(message),
+  })
+  const body = await response.text()
+  const sse = (response.headers.get('content-type') ?? '').startsWith('text/event-stream')
+  // An SSE reply is `event: message\ndata: {...}`: the JSON-RPC message is its data line.
+  const json = sse ? body.split('\n').find((line) => line.startsWith('data: '))?.slice('data: '.length) : body
+  return { status: response.status, sessionId: response.headers.get('mcp-session-id'), reply: json ? JSON.parse(json) : undefined }
+}
+
+const initialize = (protocolVersion) => ({
+  jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion, capabilities: {}, clientInfo: CLIENT_INFO },
+})
+
+/** Runs the MCP Inspector's CLI against the fixture over stdio; resolves to its parsed JSON stdout. */
+function inspect(...cliArgs) {
+  return new Promise((resolve, reject) => {
+    // The CLI looks for its package.json at `../package.json` from its working directory.
+    const child = spawn(process.execPath, [INSPECTOR_CLI, process.execPath, FIXTURE, ...cliArgs], { cwd: __dirname, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (d) => { stdout += d })
+    child.stderr.setEncoding('utf8').on('data', (d) => { stderr += d })
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000)
+    child.on('error', reject)
+    child.on('close', (code, signal) => {
+      clearTimeout(timer)
+      if (code !== 0) reject(new Error(`the inspector exited with ${code ?? signal}: ${stderr}`))
+      else resolve(JSON.parse(stdout))
+    })
+  })
+}
+
+describe('toolgate/mcp serveMcp over stdio: tools/list', () => {
+  it("lists the context's tools with their schemas, and annotations from their declarations", async () => {
+    await withStdioClient(async (client) => {
+      assert.deepEqual(client.getServerVersion(), { name: 'gate-fixture', version: '1.2.3' })
+      assert.deepEqual(client.getServerCapabilities().tools, { listChanged: true })
+
+      const { tools } = await client.listTools()
+      assert.deepEqual(tools.map((tool) => tool.name), LISTED)
+      const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool]))
+      assert.deepEqual(byName.add, {
+        name: 'add',
+        title: 'Add numbers',
+        description: 'Adds two numbers.',
+        inputSchema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'], additionalProperties: false },
+        outputSchema: { type: 'object', properties: { sum: { type: 'number' } }, required: ['sum'] },
+        annotations: { title: 'Add numbers', readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+      })
+      // risk 'destructive' → destructiveHint; untrusted → openWorldHint; no outputSchema → none listed.
+      assert.deepEqual(byName.deploy.annotations, { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false })
+      assert.deepEqual(byName.report.annotations, { readOnlyHint: true, destructiveHint: false, idempotentHint: false, openWorldHint: true })
+      assert.deepEqual(byName.boom, {
+        name: 'boom',
+        description: 'Always throws.',
+        inputSchema: { type: 'object', properties: {}, additionalProperties: false },
+        annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+      })
+    })
+  })
+})
+
+describe('toolgate/mcp serveMcp over stdio: tools/call', () => {
+  it('answers a plain-object output with structuredContent beside its text', async () => {
+    await withStdioClient(async (client) => {
+      assert.deepEqual(await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } }), {
+        content: [{ type: 'text', text: '{"sum":3}' }],
+        structuredContent: { sum: 3 },
+      })
+      // Context as given to serveMcp: a static object, which carries no session id.
+      assert.deepEqual((await client.callTool({ name: 'whoami', arguments: {} })).structuredContent, { sessionId: null })
+    })
+  })
+
+  it("answers every failure as an isError result in the gate's wording, its kind in _meta", async () => {
+    await withStdioClient(async (client) => {
+      assertError(await client.callTool({ name: 'add', arguments: { a: 'x' } }), 'invalid_arguments',
+        'The arguments do not match the parameters of "add" (2 problems):\n- (arguments): missing required property "b"\n'
+        + '- /a: must be a number, got a string\nFix these and call the tool again.')
+      // The tools it suggests are those the context may use: never `secret`.
+      assertError(await client.callTool({ name: 'nope', arguments: {} }), 'unknown_tool',
+        `There is no tool named "nope". Available tools: ${LISTED.join(', ')}. Call one of these by its exact name.`)
+      assertError(await client.callTool({ name: 'boom', arguments: {} }), 'handler_error', 'Tool "boom" failed: Error: kaput')
+    })
+  })
+
+  it('refuses the tool the served context hides, as the permission it is (not as an unknown tool)', async () => {
+    await withStdioClient(async (client) => {
+      assertError(await client.callTool({ name: 'secret', arguments: {} }), 'permission_denied',
+        'Tool "secret" is not allowed here: refused by the context\'s deniedTools. Do not call it again this way; '
+        + 'continue with what you may do, or tell the user what you could not do.')
+    })
+  })
+
+  it("passes a handler's image as image content after the text", async () => {
+    await withStdioClient(async (client) => {
+      assert.deepEqual(await client.callTool({ name: 'chart', arguments: {} }), {
+        content: [{ type: 'text', text: '[image 1: image/png, 70 bytes]' }, { type: 'image', data: PNG, mimeType: 'image/png' }],
+      })
+    })
+  })
+
+  it('gives a truncated output without its structure, which would undo the truncation', async () => {
+    await withStdioClient(async (client) => {
+      const result = await client.callTool({ name: 'report', arguments: {} })
+      assert.equal(result.isError, undefined)
+      assert.equal('structuredContent' in result, false)
+      assert.equal(result.content.length, 1)
+      assert.match(text(result), /\[Output too long for the context: 211 characters of JSON\. The whole output is saved in /)
+      assert.match(text(result), /\{"text":"x{16}… \[184 more characters\]"\}/)
+      assert.match(text(result), /^<untrusted-data source="report" /) // untrusted: fenced as data
+    })
+  })
+
+  it('gives a truncated output whose tool declares an object outputSchema its whole structure, valid for that schema', async () => {
+    await withStdioClient(async (client) => {
+      // Listed first, as clients do: the SDK's Client then checks structuredContent against the outputSchema it
+      // listed, and a cut structure ({"rows":[0, …, 11, "… 88 more items"]}) fails it: callTool rejects.
+      await client.listTools()
+      const result = await client.callTool({ name: 'table', arguments: {} })
+      assert.match(text(result), /^\[Output too long for the context: 300 characters of JSON\./)
+      assert.deepEqual(result.structuredContent, { rows: TABLE_ROWS })
+    })
+  })
+})
+
+describe('toolgate/mcp serveMcp over stdio: progress and cancellation', () => {
+  it("turns ctx.progress() into progress notifications that always increase, with the handler's messages", async () => {
+    await withStdioClient(async (client) => {
+      const seen = []
+      const released = deferred()
+      const result = await client.callTool({ name: 'slow', arguments: {} }, undefined, {
+        onprogress: (progress) => {
+          seen.push(progress)
+          if (progress.message === 'finishing') client.callTool({ name: 'release', arguments: {} }).then(released.resolve, released.reject)
+        },
+      })
+      assert.deepEqual(result, { content: [{ type: 'text', text: 'slow done' }] })
+      assert.deepEqual(seen, [
+        { progress: 1, message: 'starting' },
+        { progress: 5, total: 10, message: 'halfway' },
+        { progress: 6 }, // ctx.progress(3) came after 5: one step on
+        { progress: 7, message: 'finishing' },
+      ])
+      assert.equal(text(await released.promise), 'released')
+    })
+  })
+
+  it("aborts the handler's ctx.signal when the client cancels the request", async () => {
+    await withStdioClient(async (client) => {
+      const controller = new AbortController()
+      const call = client.callTool({ name: 'wait_for_abort', arguments: {} }, undefined, {
+        signal: controller.signal,
+        // Cancelled once the handler runs (it reports progress first), so its signal is what the cancel reaches.
+        onprogress: () => controller.abort('the user stopped it'),
+      })
+      await assert.rejects(call, { code: -32001, message: 'MCP error -32001: the user stopped it' })
+      assert.equal(text(await client.callTool({ name: 'aborts_seen', arguments: {} })), '1')
+    })
+  })
+})
+
+describe('toolgate/mcp serveMcp over stdio: approvals through elicitation', () => {
+  const DEPLOY_PROD = { name: 'deploy', arguments: { env: 'prod' } }
+  const assertDenied = (result, reason) => assertError(result, 'approval_denied',
+    `Tool "deploy" needs approval, and this call was not approved: declined: ${reason}. Do not retry it unchanged; ask the user, or do something else.`)
+
+  it("asks the client's user with a form naming the tool and its arguments, and runs the call only on approve: true", async () => {
+    const answers = [
+      { action: 'accept', content: { approve: true } },
+      { action: 'decline' },
+      { action: 'accept', content: { approve: false } },
+      { action: 'cancel' },
+      { action: 'accept', content: { approve: true } },
+    ]
+    const asked = []
+    const onElicit = (request) => {
+      asked.push(request.params)
+      return answers[asked.length - 1]
+    }
+    await withStdioClient(async (client) => {
+      const results = []
+      for (const _ of answers) results.push(await client.callTool(DEPLOY_PROD))
+
+      assert.deepEqual(asked, Array(answers.length).fill({
+        message: 'Allow deploy {"env":"prod"}? Asked by needsApproval (the tool\'s declaration).',
+        requestedSchema: {
+          type: 'object',
+          properties: { approve: { type: 'boolean', title: 'Approve', description: 'Run deploy with these arguments' } },
+          required: ['approve'],
+        },
+      }))
+      assert.deepEqual(results[0], { content: [{ type: 'text', text: 'deployed prod (1 so far)' }] })
+      assertDenied(results[1], 'the user declined')
+      assertDenied(results[2], 'the user declined')
+      assertDenied(results[3], 'the user dismissed the question')
+      // The denied calls never ran: the next approved one is the second deployment.
+      assert.deepEqual(results[4], { content: [{ type: 'text', text: 'deployed prod (2 so far)' }] })
+    }, { capabilities: { elicitation: {} }, onElicit })
+  })
+
+  for (const [what, capabilities] of [['no elicitation capability', {}], ['URL elicitation only', { elicitation: { url: {} } }]]) {
+    it(`denies the call when the client offers ${what}: it cannot ask its user`, async () => {
+      await withStdioClient(async (client) => {
+        assertDenied(await client.callTool(DEPLOY_PROD), 'it needs approval, and this MCP client cannot ask its user (it offers no elicitation form)')
+      }, { capabilities })
+    })
+  }
+})
+
+describe('toolgate/mcp serveMcp: what it returns', () => {
+  it('tells the client when the tools changed, and close() ends the connection', async () => {
+    const gate = fixtureGate()
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair()
+    const served = await serveMcp(gate, serverSide, { instructions: 'Use add for sums.' })
+    const client = new Client(CLIENT_INFO)
+    const changed = deferred()
+    const closed = deferred()
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => changed.resolve())
+    client.onclose = () => closed.resolve()
+    try {
+      await client.connect(clientSide)
+      assert.equal(client.getInstructions(), 'Use add for sums.')
+      // No context given: every tool is listed, `secret` too.
+      assert.deepEqual((await client.listTools()).tools.map((tool) => tool.name), [...LISTED, 'secret'])
+
+      gate.register({ name: 'late', description: 'Registered after connecting.', handler: () => 'late ran' })
+      await served.toolsChanged()
+      await changed.promise
+      assert.deepEqual((await client.listTools()).tools.map((tool) => tool.name).slice(-1), ['late'])
+      assert.equal(text(await client.callTool({ name: 'late', arguments: {} })), 'late ran')
+
+      await served.close()
+      await closed.promise
+    } finally {
+      await client.close()
+      await gate.close()
+    }
+  })
+})
+
+describe('toolgate/mcp mcpHttpHandler: Streamable HTTP sessions', () => {
+  it('serves each client its own session, with the context computed from the request', async () => {
+    const context = (extra) => ({ ...SERVED_CONTEXT, sessionId: extra.sessionId })
+    await withHttp({ context }, async ({ handler, connect }) => {
+      const first = await connect()
+      const second = await connect()
+      assert.equal(handler.sessions, 2)
+      assert.notEqual(first.transport.sessionId, second.transport.sessionId)
+
+      assert.deepEqual((await first.client.listTools()).tools.map((tool) => tool.name), LISTED)
+      assert.deepEqual((await first.client.callTool({ name: 'add', arguments: { a: 2, b: 3 } })).structuredContent, { sum: 5 })
+      for (const { client, transport } of [first, second]) {
+        assert.deepEqual((await client.callTool({ name: 'whoami', arguments: {} })).structuredContent, { sessionId: transport.sessionId })
+      }
+      assertError(await second.client.callTool({ name: 'secret', arguments: {} }), 'permission_denied',
+        'Tool "secret" is not allowed here: refused by the context\'s deniedTools. Do not call it again this way; '
+        + 'continue with what you may do, or tell the user what you could not do.')
+
+      // DELETE ends a session.
+      await second.transport.terminateSession()
+      assert.equal(handler.sessions, 1)
+    })
+  })
+
+  it('answers 404 to an unknown session id, and opens no session for a request that is not an initialize', async () => {
+    await withHttp({}, async ({ url, handler }) => {
+      const listing = { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} }
+      assert.deepEqual(await post(url, listing, { 'mcp-session-id': 'no-such-session' }), {
+        status: 404,
+        sessionId: null,
+        reply: { jsonrpc: '2.0', error: { code: -32001, message: 'Session not found: start a new one with initialize' }, id: null },
+      })
+      assert.deepEqual(await post(url, listing), {
+        status: 400,
+        sessionId: null,
+        reply: { jsonrpc: '2.0', error: { code: -32000, message: 'Bad Request: Server not initialized' }, id: null },
+      })
+      assert.equal(handler.sessions, 0)
+    })
+  })
+
+  it('closes the least recently used session when a new one would pass maxSessions', async () => {
+    await withHttp({ maxSessions: 2 }, async ({ handler, connect }) => {
+      const first = await connect()
+      const second = await connect()
+      await first.client.listTools() // first is now the more recently used
+      const third = await connect()
+      assert.equal(handler.sessions, 2)
+      await assert.rejects(second.client.listTools(), { code: 404, message: /Session not found: start a new one with initialize/ })
+      for (const { client } of [first, third]) assert.deepEqual((await client.listTools()).tools.map((tool) => tool.name), LISTED)
+    })
+  })
+
+  it("asks a session's client for approval over that session", async () => {
+    await withHttp({}, async ({ connect }) => {
+      const asked = []
+      const onElicit = (request) => {
+        asked.push(request.params.message)
+        return { action: 'accept', content: { approve: true } }
+      }
+      const { client } = await connect({ capabilities: { elicitation: {} }, onElicit })
+      await connect() // another session, which is never asked
+      assert.deepEqual(await client.callTool({ name: 'deploy', arguments: { env: 'staging' } }), {
+        content: [{ type: 'text', text: 'deployed staging (1 so far)' }],
+      })
+      assert.deepEqual(asked, ['Allow deploy {"env":"staging"}? Asked by needsApproval (the tool\'s declaration).'])
+    })
+  })
+
+  it('refuses requests from hosts and origins outside allowedHosts and allowedOrigins, opening no session', async () => {
+    await withHttp({ allowedOrigins: ['http://app.example'] }, async ({ url, handler }) => {
+      assert.deepEqual(await post(url, initialize('2025-11-25'), { origin: 'http://evil.example' }), {
+        status: 403,
+        sessionId: null,
+        reply: { jsonrpc: '2.0', error: { code: -32000, message: 'Invalid Origin header: http://evil.example' }, id: null },
+      })
+      assert.equal(handler.sessions, 0)
+      assert.equal((await post(url, initialize('2025-11-25'), { origin: 'http://app.example' })).status, 200)
+      assert.equal(handler.sessions, 1)
+    })
+    await withHttp({ allowedHosts: ['mcp.example'] }, async ({ url, handler }) => {
+      const refused = await post(url, initialize('2025-11-25'))
+      assert.equal(refused.status, 403)
+      assert.deepEqual(refused.reply.error, { code: -32000, message: `Invalid Host header: ${url.host}` })
+      assert.equal(handler.sessions, 0)
+    })
+  })
+
+  it('answers a call whose context function throws with an isError result that says so', async () => {
+    const context = (extra) => {
+      if (extra.sessionId !== undefined) throw new Error('no user for this session')
+      return SERVED_CONTEXT
+    }
+    await withHttp({ context }, async ({ connect }) => {
+      const { client } = await connect()
+      const result = await client.callTool({ name: 'add', arguments: { a: 1, b: 1 } })
+      assert.equal(result.isError, true)
+      assert.deepEqual(result.content, [{ type: 'text', text: "Error: the tool call could not run: the server could not make this request's context (no user for this session)" }])
+    })
+  })
+
+  it('ends every session on close(), and opens none after it', async () => {
+    await withHttp({}, async ({ handler, connect }) => {
+      const { client } = await connect()
+      await connect()
+      assert.equal(handler.sessions, 2)
+      await handler.close()
+      assert.equal(handler.sessions, 0)
+      await assert.rejects(client.callTool({ name: 'add', arguments: { a: 1, b: 1 } }), { code: 503, message: /This MCP endpoint is closed/ })
+      await assert.rejects(connect(), { code: 503 })
+      assert.equal(handler.sessions, 0)
+    })
+  })
+})
+
+describe('toolgate/mcp mcpHttpHandler: protocol versions', () => {
+  // A version it does not know gets the latest it does.
+  for (const [asked, answered] of [['2025-06-18', '2025-06-18'], ['2025-11-25', '2025-11-25'], ['2099-01-01', '2025-11-25']]) {
+    it(`answers an initialize asking for ${asked} with ${answered}`, async () => {
+      await withHttp({ name: 'http-gate', version: '9.9.9' }, async ({ url, handler }) => {
+        const { status, sessionId, reply } = await post(url, initialize(asked))
+        assert.equal(status, 200)
+        assert.match(sessionId, /^[0-9a-f-]{36}$/)
+        assert.equal(reply.id, 1)
+        assert.equal(reply.result.protocolVersion, answered)
+        assert.deepEqual(reply.result.serverInfo, { name: 'http-gate', version: '9.9.9' })
+        assert.deepEqual(reply.result.capabilities.tools, { listChanged: true })
+        assert.equal(handler.sessions, 1)
+      })
+    })
+  }
+})
+
+describe('toolgate/mcp serveMcp: the MCP Inspector CLI', () => {
+  it('lists the tools and calls one', async () => {
+    const [listing, call] = await Promise.all([
+      inspect('--method', 'tools/list'),
+      inspect('--method', 'tools/call', '--tool-name', 'add', '--tool-arg', 'a=1', '--tool-arg', 'b=2'),
+    ])
+    assert.deepEqual(listing.tools.map((tool) => tool.name), LISTED)
+    assert.deepEqual(listing.tools[0].annotations, { title: 'Add numbers', readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false })
+    assert.deepEqual(call, { content: [{ type: 'text', text: '{"sum":3}' }], structuredContent: { sum: 3 } })
+  })
+})
+
+describe('toolgate/mcp: programmer errors fail at once, before any connection', () => {
+  const gate = fixtureGate()
+  after(() => gate.close())
+  // A real transport that nothing starts: the checks come before any connection.
+  const transport = () => new StreamableHTTPServerTransport({ sessionIdGenerator: undefined })
+
+  it('serveMcp rejects a non-transport, a non-gate and malformed options with a TypeError', async () => {
+    await assert.rejects(serveMcp(gate, {}), {
+      name: 'TypeError',
+      message: 'serveMcp(gate, transport): transport must be an MCP transport (StdioServerTransport, StreamableHTTPServerTransport, …)',
+    })
+    await assert.rejects(serveMcp({ execute() {} }, transport()), { name: 'TypeError', message: 'serveMcp(gate, …): gate must be a ToolExecutor' })
+    await assert.rejects(serveMcp(gate, transport(), null), { name: 'TypeError', message: 'serveMcp(gate, …, options): options must be an object' })
+    await assert.rejects(serveMcp(gate, transport(), { context: 'admin' }), {
+      name: 'TypeError',
+      message: 'serveMcp options: context must be an ExecutionContext, or a function (request extra) => context',
+    })
+  })
+
+  it('mcpHttpHandler throws for maxSessions 0, a bad sessionIdleMs, and a non-gate, naming itself', () => {
+    assert.throws(() => mcpHttpHandler(gate, { maxSessions: 0 }), { name: 'TypeError', message: 'mcpHttpHandler options: maxSessions must be a positive integer' })
+    assert.throws(() => mcpHttpHandler(gate, { sessionIdleMs: 1.5 }), { name: 'TypeError', message: 'mcpHttpHandler options: sessionIdleMs must be a positive integer' })
+    assert.throws(() => mcpHttpHandler(gate, { name: 7 }), { name: 'TypeError', message: 'mcpHttpHandler options: name and version must be strings' })
+    assert.throws(() => mcpHttpHandler({}), { name: 'TypeError', message: 'mcpHttpHandler(gate, …): gate must be a ToolExecutor' })
+  })
+})
