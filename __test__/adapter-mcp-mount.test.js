@@ -11,8 +11,10 @@ const os = require('node:os')
 const path = require('node:path')
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js')
 const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js')
+const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js')
+const http = require('node:http')
 const { ToolExecutor } = require('..')
-const { mountMcp } = require('toolgate/mcp')
+const { mountMcp, mcpHttpHandler } = require('toolgate/mcp')
 const { assertFailure, assertSuccess, deferred, runChild, lastJsonLine } = require('./helpers')
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'mcp-server.js')
@@ -60,8 +62,8 @@ describe('mountMcp over our own server', () => {
 
   it('follows every page of tools/list and maps names no provider accepts, both ways', () => {
     const names = mount.tools.map((t) => t.mcpName)
-    // 14 tools over pages of 2; the two the gate cannot take are skipped, each with its reason.
-    assert.deepEqual(names, ['files.read', 'files/delete', 'progress_forever', 'never_answers', 'fails', 'drop_connection', 'add_tool', 'remove_tools', 'weather', 'mixed_content', 'echo_args', 'cancellations'])
+    // 15 tools over pages of 2; the two the gate cannot take are skipped, each with its reason.
+    assert.deepEqual(names, ['files.read', 'files/delete', 'progress_forever', 'never_answers', 'fails', 'drop_connection', 'add_tool', 'remove_tools', 'weather', 'mixed_content', 'echo_args', 'cancellations', 'quota'])
     assert.equal(mount.nameOf('files.read'), 'fx__files_read')
     assert.equal(mount.mcpNameOf('fx__files_delete'), 'files/delete')
     assert.deepEqual(mount.skipped.map((s) => s.mcpName), ['bad_schema', 'task_only'])
@@ -98,6 +100,20 @@ describe('mountMcp over our own server', () => {
     const r = await run(gate, [['e', 'fx__fails', { reason: 'disk full' }]])
     assertFailure(r.e, 'handler_error', 'Tool "fx__fails" failed: Error: disk full')
     assert.equal(r.e.retryable, false)
+  })
+
+  it('reads a server\'s own -32000 as its refusal, not as a dropped connection', async () => {
+    const r = await run(gate, [['q', 'fx__quota']])
+    assertFailure(r.q, 'handler_error', 'MCP server "fixture" refused the call: MCP error -32000: quota exceeded for this account')
+    assert.deepEqual([r.q.retryable, r.q.attempts], [false, 1])
+  })
+
+  it('caches nothing unless the mount says so, whatever idempotentHint says', async () => {
+    const twice = async (g, name) => [(await run(g, [['a', name, { path: 'p' }]])).a, (await run(g, [['b', name, { path: 'p' }]])).b]
+    assert.deepEqual((await twice(gate, 'fx__files_read')).map((r) => r.cached), [false, false])
+    const cached = await mountMcp(gate, session.client, { prefix: 'c', trust: true, include: ['files.read'], tools: { cache: { ttlMs: 60_000 } } })
+    assert.deepEqual((await twice(gate, 'c__files_read')).map((r) => r.cached), [false, true])
+    cached.unmount()
   })
 
   it('takes structuredContent as the structure and checks it against the outputSchema', async () => {
@@ -256,20 +272,70 @@ describe('mountMcp over @modelcontextprotocol/server-filesystem', () => {
 })
 
 describe('mountMcp: a connection that drops', () => {
-  it('fails the call in flight as retryable, and later calls say the server is not connected', async () => {
+  it('fails the call in flight, retryable only for a tool safe to repeat; later calls are not sent', async () => {
+    for (const [declared, retryable] of [[{}, false], [{ readOnly: true }, true]]) {
+      const { client } = await connect(FIXTURE)
+      const gate = new ToolExecutor({ retry: false })
+      try {
+        await mountMcp(gate, client, { prefix: 'fx', tools: declared })
+        const [dropped] = await gate.execute([{ id: 'd', name: 'fx__drop_connection', arguments: {} }])
+        assertFailure(dropped, 'handler_error', 'MCP server "fixture" closed the connection before answering (the call may have run')
+        assert.equal(dropped.retryable, retryable, JSON.stringify(declared))
+        const [after] = await gate.execute([{ id: 'e', name: 'fx__files_read', arguments: { path: 'x' } }])
+        assertFailure(after, 'handler_error', 'MCP server "fixture" is not connected (the call was not sent)')
+        assert.equal(after.retryable, false, 'a closed client never reconnects by itself')
+      } finally {
+        await gate.close()
+        await client.close()
+      }
+    }
+  })
+
+  it('answers the model with the first failure when retries meet a closed client', async () => {
     const { client } = await connect(FIXTURE)
-    const gate = new ToolExecutor({ retry: false })
+    const gate = new ToolExecutor({ retry: { maxRetries: 2, initialDelayMs: 1 } })
     try {
-      await mountMcp(gate, client, { prefix: 'fx' })
+      await mountMcp(gate, client, { prefix: 'fx', tools: { readOnly: true } })
       const [dropped] = await gate.execute([{ id: 'd', name: 'fx__drop_connection', arguments: {} }])
-      assertFailure(dropped, 'handler_error', 'MCP server "fixture" closed the connection before answering (the call may have run')
-      assert.equal(dropped.retryable, true)
-      const [after] = await gate.execute([{ id: 'e', name: 'fx__files_read', arguments: { path: 'x' } }])
-      assertFailure(after, 'handler_error', 'MCP server "fixture" is not connected (the call was not sent)')
-      assert.equal(after.retryable, true)
+      assert.equal(dropped.attempts, 2, 'the retry finds the client closed and stops')
+      assert.match(dropped.metadata.attemptErrors[0].error, /closed the connection before answering/)
     } finally {
       await gate.close()
       await client.close()
+    }
+  })
+})
+
+describe('mountMcp over Streamable HTTP', () => {
+  it('retries a call a proxy answered with HTTP 503, as any transient failure', async () => {
+    const backend = new ToolExecutor()
+    backend.register({ name: 'lookup', readOnly: true, handler: () => 'found' })
+    const endpoint = mcpHttpHandler(backend)
+    let outages = 1
+    const server = http.createServer(async (req, res) => {
+      let body = ''
+      for await (const chunk of req) body += chunk
+      const message = body ? JSON.parse(body) : undefined
+      if (message?.method === 'tools/call' && outages-- > 0) return res.writeHead(503).end('Service Unavailable')
+      return endpoint(req, res, message)
+    })
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const client = new Client({ name: 'toolgate-tests', version: '1.0.0' })
+    const gate = new ToolExecutor({ retry: { maxRetries: 2, initialDelayMs: 1 } })
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${server.address().port}/`)))
+      await mountMcp(gate, client, { prefix: 'b', trust: true })
+      const [r] = await gate.execute([{ name: 'b__lookup' }])
+      assert.equal(r.attempts, 2)
+      assert.match(r.metadata.attemptErrors[0].error, /MCP server "toolgate" could not be reached: Streamable HTTP error: Error POSTing to endpoint: Service Unavailable/)
+      assert.match(r.output, /found/)
+    } finally {
+      await client.close()
+      await endpoint.close()
+      server.closeAllConnections()
+      await new Promise((resolve) => server.close(resolve))
+      await gate.close()
+      await backend.close()
     }
   })
 })
@@ -278,7 +344,10 @@ describe('mountMcp: what it reads off a server', () => {
   const mounted = async (args, options) => {
     const session = await connect(FIXTURE, ...args)
     const gate = new ToolExecutor()
-    return { ...session, gate, close: async () => { await gate.close(); await session.client.close() }, mount: () => mountMcp(gate, session.client, options) }
+    return {
+      ...session, gate, close: async () => { await gate.close(); await session.client.close() },
+      mount: () => mountMcp(gate, session.client, options), mountMcp: (other) => mountMcp(gate, session.client, other),
+    }
   }
 
   it('treats an untrusted server\'s tools as writes whose output is outside data, annotations only shown', async () => {
@@ -290,6 +359,36 @@ describe('mountMcp: what it reads off a server', () => {
       assert.deepEqual([tool.readOnly, tool.idempotent, tool.risk, tool.untrusted], [false, false, 'write', true])
       assert.equal(tool.origin.trusted, false)
       assert.equal(tool.origin.annotations.readOnlyHint, true)
+    } finally {
+      await m.close()
+    }
+  })
+
+  it('ends the listing at an empty cursor, and keeps a tool\'s name when a new one maps onto it', async () => {
+    const m = await mounted(['--empty-cursor', '--collide'], { prefix: 'fx', include: ['files*', 'add_tool'] })
+    try {
+      const mount = await m.mount()
+      assert.deepEqual(mount.tools.map((t) => t.name), ['fx__files_read', 'fx__files_delete', 'fx__add_tool'])
+      const changed = deferred()
+      const follower = await mountMcp(m.gate, m.client, { prefix: 'other', include: ['add_tool'], onToolsChanged: () => changed.resolve() })
+      await run(m.gate, [['add', 'fx__add_tool']])
+      await changed.promise
+      await mount.refresh()
+      // files_read, new and listed first, maps onto fx__files_read: files.read keeps that name, the new one is hashed.
+      assert.equal(mount.nameOf('files.read'), 'fx__files_read')
+      assert.match(mount.nameOf('files_read'), /^fx__files_read_[0-9a-f]{8}$/)
+      assertSuccess((await run(m.gate, [['r', 'fx__files_read', { path: 'p' }]])).r)
+      follower.unmount()
+    } finally {
+      await m.close()
+    }
+  })
+
+  it('leaves the gate untouched when the application\'s tools option throws', async () => {
+    const m = await mounted([], {})
+    try {
+      await assert.rejects(m.mountMcp({ prefix: 'fx', tools: (tool) => { if (tool.name === 'weather') throw new Error('no weather today') } }), /no weather today/)
+      assert.deepEqual(m.gate.list(), [])
     } finally {
       await m.close()
     }
@@ -346,6 +445,7 @@ describe('mountMcp: what it reads off a server', () => {
     await assert.rejects(mountMcp(gate, client, { trust: 'yes' }), /trust must be a boolean/)
     await assert.rejects(mountMcp(gate, client, { inclde: ['x'] }), /unknown option "inclde"/)
     await assert.rejects(mountMcp(gate, client, { include: 'x' }), /include must be a list/)
+    await assert.rejects(mountMcp(gate, client, { listTimeoutMs: 2 ** 31 }), /listTimeoutMs must be a positive integer of at most 2147483647/)
     await gate.close()
   })
 })

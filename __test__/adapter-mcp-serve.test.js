@@ -15,6 +15,7 @@ const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/cli
 const { StreamableHTTPServerTransport } = require('@modelcontextprotocol/sdk/server/streamableHttp.js')
 const { InMemoryTransport } = require('@modelcontextprotocol/sdk/inMemory.js')
 const { ElicitRequestSchema, ToolListChangedNotificationSchema } = require('@modelcontextprotocol/sdk/types.js')
+const { ToolExecutor } = require('..')
 const { serveMcp, mcpHttpHandler } = require('toolgate/mcp')
 const { fixtureGate, SERVED_CONTEXT, PNG, TABLE_ROWS } = require('./fixtures/mcp-gate-server.js')
 const { PACKAGE_DIR, deferred } = require('./helpers')
@@ -438,6 +439,19 @@ describe('toolgate/mcp mcpHttpHandler: Streamable HTTP sessions', () => {
     })
   })
 
+  it('keeps a session open while its call runs past sessionIdleMs, and tells every session the tools changed', async () => {
+    await withHttp({ sessionIdleMs: 100 }, async ({ handler, connect }) => {
+      const { client } = await connect()
+      const changed = deferred()
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () => changed.resolve())
+      const call = client.callTool({ name: 'wait_for_abort', arguments: {} }, undefined, { signal: AbortSignal.timeout(400) })
+      await assert.rejects(call) // the client gave up after 400 ms: the session was busy all along
+      assert.equal(handler.sessions, 1, 'a busy session is not idle')
+      await handler.toolsChanged()
+      await changed.promise
+    })
+  })
+
   it('ends every session on close(), and opens none after it', async () => {
     await withHttp({}, async ({ handler, connect }) => {
       const { client } = await connect()
@@ -506,5 +520,35 @@ describe('toolgate/mcp: programmer errors fail at once, before any connection', 
     assert.throws(() => mcpHttpHandler(gate, { sessionIdleMs: 1.5 }), { name: 'TypeError', message: 'mcpHttpHandler options: sessionIdleMs must be a positive integer' })
     assert.throws(() => mcpHttpHandler(gate, { name: 7 }), { name: 'TypeError', message: 'mcpHttpHandler options: name and version must be strings' })
     assert.throws(() => mcpHttpHandler({}), { name: 'TypeError', message: 'mcpHttpHandler(gate, …): gate must be a ToolExecutor' })
+  })
+
+  it('refuses unknown options, as the rest of the package does', async () => {
+    await assert.rejects(serveMcp(gate, transport(), { contxt: {} }), { name: 'TypeError', message: /^serveMcp options: unknown option "contxt" \(known: context, name, version, instructions\)$/ })
+    assert.throws(() => mcpHttpHandler(gate, { maxSesions: 5 }), { name: 'TypeError', message: /^mcpHttpHandler options: unknown option "maxSesions"/ })
+  })
+})
+
+describe('toolgate/mcp serveMcp: a truncated structure whose artifact is gone', () => {
+  it('answers isError with the text rather than a result the SDK client would refuse', async () => {
+    const gate = new ToolExecutor({ artifacts: { maxBytes: 16 } }) // too small to keep anything
+    gate.register({
+      name: 'table', readOnly: true, maxOutputChars: 60, parameters: { type: 'object' },
+      outputSchema: { type: 'object', properties: { rows: { type: 'array', items: { type: 'integer' } } }, required: ['rows'] },
+      handler: () => ({ rows: TABLE_ROWS }),
+    })
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair()
+    const served = await serveMcp(gate, serverSide)
+    const client = new Client(CLIENT_INFO)
+    try {
+      await client.connect(clientSide)
+      await client.listTools() // the SDK client then checks structured content against the schema
+      const result = await client.callTool({ name: 'table', arguments: {} })
+      assert.equal(result.isError, true)
+      assert.match(text(result), /\n\(The whole structured output was not kept, so it cannot be sent\.\)$/)
+    } finally {
+      await client.close()
+      await served.close()
+      await gate.close()
+    }
   })
 })

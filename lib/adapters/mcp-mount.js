@@ -7,6 +7,8 @@
 
 const { createHash } = require('node:crypto')
 const { RetryableError } = require('../../index.js')
+// Taken at load: a test that fakes the global timers must not stall the mount's own timers.
+const { setTimeout, clearTimeout } = require('node:timers')
 
 /** Names the gate accepts: what every provider accepts. */
 const NAME_CHARS = /[^A-Za-z0-9_-]/g
@@ -45,8 +47,14 @@ async function mountMcp(sdk, gate, client, options = {}) {
     throw new TypeError('mountMcp(gate, client): client must be a connected Client of @modelcontextprotocol/sdk')
   }
   const mount = new McpMount(sdk, gate, client, readOptions(options))
-  await mount.refresh()
+  // Listening first: a change the server announces while it is being listed is listed again.
   mount.listen()
+  try {
+    await mount.refresh()
+  } catch (err) {
+    mount.unmount()
+    throw err
+  }
   return mount
 }
 
@@ -59,7 +67,9 @@ function readOptions(options) {
   const { prefix, include, exclude, trust = false, tools, listTimeoutMs = LIST_TIMEOUT_MS, onToolsChanged, onError } = options
   if (prefix !== undefined && typeof prefix !== 'string') throw new TypeError('mountMcp options: prefix must be a string (\'\' for none)')
   if (typeof trust !== 'boolean') throw new TypeError('mountMcp options: trust must be a boolean')
-  if (!(Number.isInteger(listTimeoutMs) && listTimeoutMs > 0)) throw new TypeError('mountMcp options: listTimeoutMs must be a positive integer')
+  if (!(Number.isInteger(listTimeoutMs) && listTimeoutMs > 0 && listTimeoutMs <= MAX_TIMER_MS)) {
+    throw new TypeError(`mountMcp options: listTimeoutMs must be a positive integer of at most ${MAX_TIMER_MS}`)
+  }
   for (const [name, fn] of [['onToolsChanged', onToolsChanged], ['onError', onError]]) {
     if (fn !== undefined && typeof fn !== 'function') throw new TypeError(`mountMcp options: ${name} must be a function`)
   }
@@ -196,7 +206,7 @@ class McpMount {
     clearTimeout(this.#debounce)
     this.#debounce = setTimeout(() => {
       this.refresh().then(
-        () => this.#options.onToolsChanged && safely(() => this.#options.onToolsChanged(this)),
+        () => !this.#closed && this.#options.onToolsChanged && safely(() => this.#options.onToolsChanged(this)),
         (err) => {
           if (this.#closed) return
           if (this.#options.onError) safely(() => this.#options.onError(err))
@@ -218,12 +228,15 @@ class McpMount {
         { method: 'tools/list', params: cursor === undefined ? {} : { cursor } },
         ResultSchema,
         { timeout: this.#options.listTimeoutMs },
-      )
+      ).catch((err) => {
+        throw new Error(`MCP server "${this.#server}" could not list its tools: ${err?.message ?? String(err)}`, { cause: err })
+      })
       if (!Array.isArray(result.tools)) throw new Error(`MCP server "${this.#server}" answered tools/list without a tools array`)
       tools.push(...result.tools)
       if (tools.length > MAX_TOOLS) throw new Error(`MCP server "${this.#server}" lists more than ${MAX_TOOLS} tools`)
       cursor = result.nextCursor
-      if (cursor === undefined || cursor === null) return tools
+      // An empty cursor ends the listing too, as the SDK's own listTools reads it.
+      if (cursor === undefined || cursor === null || cursor === '') return tools
       if (typeof cursor !== 'string') throw new Error(`MCP server "${this.#server}" gave a tools/list cursor that is not a string`)
       if (cursors.has(cursor)) throw new Error(`MCP server "${this.#server}" repeats the tools/list cursor ${JSON.stringify(cursor.slice(0, 100))}: its pages never end`)
       cursors.add(cursor)
@@ -231,41 +244,64 @@ class McpMount {
     throw new Error(`MCP server "${this.#server}" lists its tools over more than ${MAX_PAGES} pages`)
   }
 
+  /** Brings the gate in step with a listing: every spec is made first (what the application's `tools`,
+   * `include` or `exclude` throw leaves the gate untouched), then registered; one the gate refuses is skipped. */
   #apply(listed) {
     if (this.#closed) return
     const previous = this.#tools
-    const next = new Map()
-    const taken = new Set()
     const skipped = []
-    for (const tool of listed) {
+    const usable = []
+    for (const [at, tool] of listed.entries()) {
       const problem = unusable(tool)
-      if (problem) {
-        skipped.push({ mcpName: typeof tool?.name === 'string' ? tool.name : String(tool?.name), reason: problem })
-        continue
-      }
-      if (!this.#options.include(tool) || this.#options.exclude(tool)) continue
-      const name = mappedName(this.prefix, tool.name, taken)
-      taken.add(name)
+      if (problem) skipped.push({ at, mcpName: describeName(tool?.name), reason: problem })
+      else if (this.#options.include(tool) && !this.#options.exclude(tool)) usable.push({ at, tool })
+    }
+    const names = this.#names(usable.map(({ tool }) => tool.name))
+    const planned = usable.map(({ at, tool }) => {
+      const name = names.get(tool.name)
       const definition = JSON.stringify(tool)
       const before = previous.get(name)
-      if (before?.definition === definition && before.mcpName === tool.name) {
+      const same = before?.definition === definition && before.mcpName === tool.name
+      return { at, tool, name, definition, before, spec: same ? undefined : this.#spec(tool, name) }
+    })
+    const next = new Map()
+    for (const { at, tool, name, definition, before, spec } of planned) {
+      if (spec === undefined) {
         next.set(name, before)
         continue
       }
-      // A mount's own `tools` fields that cannot work throw: they are the application's to fix.
-      const spec = this.#spec(tool, name)
       try {
         this.#gate.register({ ...spec, replace: before !== undefined })
         next.set(name, { name, mcpName: tool.name, definition })
       } catch (err) {
-        skipped.push({ mcpName: tool.name, reason: err?.message ?? String(err) })
+        skipped.push({ at, mcpName: tool.name, reason: err?.message ?? String(err) })
         // A tool the server changed into one the gate cannot take is not left behind in its old form.
         if (before) this.#gate.unregister(name)
       }
     }
     for (const name of previous.keys()) if (!next.has(name)) this.#gate.unregister(name)
     this.#tools = next
-    this.#skipped = skipped
+    this.#skipped = skipped.sort((a, b) => a.at - b.at).map(({ mcpName, reason }) => ({ mcpName, reason }))
+  }
+
+  /** The gate's name for each of the server's names: a tool mounted before keeps its name, so that nothing keyed
+   * by it (rules, approvals, the cache, the model's earlier turns) moves to another tool; new ones take what is left. */
+  #names(mcpNames) {
+    const names = new Map()
+    const taken = new Set()
+    for (const { name, mcpName } of this.#tools.values()) {
+      if (mcpNames.includes(mcpName) && !names.has(mcpName)) {
+        names.set(mcpName, name)
+        taken.add(name)
+      }
+    }
+    for (const mcpName of mcpNames) {
+      if (names.has(mcpName)) continue
+      const name = mappedName(this.prefix, mcpName, taken)
+      names.set(mcpName, name)
+      taken.add(name)
+    }
+    return names
   }
 
   #spec(tool, name) {
@@ -281,14 +317,18 @@ class McpMount {
       parameters: tool.inputSchema,
       ...declarations(trusted ? annotations ?? {} : undefined),
       origin,
-      handler: this.#handler(tool.name, isObject(tool.outputSchema)),
+      // MCP's idempotentHint says a repeat does no more; it says nothing of a result staying true (a write's
+      // answer, a balance read twice): nothing is cached unless the application says so.
+      cache: false,
     }
     if (isObject(tool.outputSchema)) spec.outputSchema = tool.outputSchema
     const extra = typeof this.#options.tools === 'function' ? this.#options.tools({ ...tool, mappedName: name }) : this.#options.tools
-    return Object.assign(spec, toolFields(extra))
+    Object.assign(spec, toolFields(extra))
+    spec.handler = this.#handler(tool.name, isObject(tool.outputSchema), spec.readOnly || spec.idempotent)
+    return spec
   }
 
-  #handler(mcpName, hasOutputSchema) {
+  #handler(mcpName, hasOutputSchema, safeToRepeat) {
     const client = this.#client
     const server = this.#server
     const { ResultSchema } = this.#sdk.types
@@ -302,7 +342,7 @@ class McpMount {
         })
       } catch (err) {
         if (ctx.signal.aborted) throw err // the gate has answered the call already
-        throw requestFailure(err, server)
+        throw requestFailure(err, server, client, safeToRepeat)
       }
       return toolValue(result, server, hasOutputSchema)
     }
@@ -345,18 +385,26 @@ function declarations(annotations) {
   }
 }
 
-/** A request that failed before the server answered it, as the handler's failure. */
-function requestFailure(err, server) {
-  const message = typeof err?.message === 'string' ? err.message : String(err)
-  if (message === 'Not connected') return new RetryableError(`MCP server "${server}" is not connected (the call was not sent)`, { cause: err })
-  if (err?.code === CONNECTION_CLOSED) {
-    return new RetryableError(`MCP server "${server}" closed the connection before answering (the call may have run: check before repeating a change)`, { cause: err })
+/** A request that failed before the server answered it, as the handler's failure. A connection that closed on
+ * it is retryable only for a tool that is safe to repeat: it may have run. A closed client never reconnects by
+ * itself, so a call it could not send is final. */
+function requestFailure(err, server, client, safeToRepeat) {
+  const message = typeof err?.message === 'string' ? err.message : describeName(err)
+  if (message === 'Not connected') return Object.assign(new Error(`MCP server "${server}" is not connected (the call was not sent)`), { retryable: false, cause: err })
+  // The SDK's own code for a close; a server may send that code for its own reasons, while its client stays open.
+  if (err?.code === CONNECTION_CLOSED && client.transport === undefined) {
+    const why = `MCP server "${server}" closed the connection before answering (the call may have run: check before repeating a change)`
+    return safeToRepeat ? new RetryableError(why, { cause: err }) : Object.assign(new Error(why, { cause: err }), { retryable: false })
   }
-  if (Number.isInteger(err?.code)) {
-    return Object.assign(new Error(`MCP server "${server}" refused the call: ${message}`), { code: err.code, retryable: false })
+  if (err?.name === 'McpError') {
+    // A server's own McpError arrives prefixed twice ("MCP error -32000: MCP error -32000: …"): once is enough.
+    const said = message.replace(/^(MCP error -?\d+: )\1+/, '$1')
+    return Object.assign(new Error(`MCP server "${server}" refused the call: ${said}`), { code: err.code, retryable: false })
   }
-  // A transport that failed on the way (a socket or pipe error): its code says whether another attempt may work.
-  return Object.assign(new Error(`MCP server "${server}" could not be reached: ${message}`), { code: err?.code, cause: err })
+  // A transport that failed on the way: an HTTP status (the SDK's HTTP error carries it as its code) or a socket
+  // code says whether another attempt may work.
+  const status = Number.isInteger(err?.code) ? err.code : undefined
+  return Object.assign(new Error(`MCP server "${server}" could not be reached: ${message}`), { code: status === undefined ? err?.code : undefined, status, cause: err })
 }
 
 /** What the server answered, as the handler's value: `isError` is a failure, `structuredContent` the structure,
@@ -366,7 +414,7 @@ function toolValue(result, server, hasOutputSchema) {
     const text = contentText(result.content)
     throw Object.assign(new Error(text || `MCP server "${server}" reported an error without saying what`), { retryable: false })
   }
-  if (result.structuredContent !== undefined) return result.structuredContent
+  if (result.structuredContent != null) return result.structuredContent
   if (hasOutputSchema) throw new Error(`MCP server "${server}" returned no structuredContent, which the tool's outputSchema requires`)
   return contentValue(result.content)
 }
@@ -411,11 +459,11 @@ function contentValue(content) {
         const name = typeof part.title === 'string' ? part.title : typeof part.name === 'string' ? part.name : ''
         const mime = typeof part.mimeType === 'string' ? ` (${part.mimeType})` : ''
         const description = typeof part.description === 'string' ? `\n${part.description}` : ''
-        text(`[resource link: ${name ? `${name} ` : ''}<${String(part.uri)}>${mime}]${description}`)
+        text(`[resource link: ${name ? `${name} ` : ''}<${describeName(part.uri)}>${mime}]${description}`)
         break
       }
       default:
-        text(`[content of type ${JSON.stringify(String(part?.type)).slice(0, 100)} left out]`)
+        text(`[content of type ${describeName(part?.type).slice(0, 100)} left out]`)
     }
   }
   if (parts.length === 0) return undefined
@@ -433,6 +481,16 @@ function describeMedia(mimeType, data) {
   if (typeof data !== 'string') return `${type}, no data`
   const padding = data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0
   return `${type}, ${Math.floor(data.length / 4) * 3 - padding} bytes`
+}
+
+/** A value a server sent where a string belongs, as text: never throws (`{ toString: 1 }` cannot be made one). */
+function describeName(value) {
+  if (typeof value === 'string') return value
+  try {
+    return JSON.stringify(value) ?? typeof value
+  } catch {
+    return typeof value
+  }
 }
 
 function isObject(value) {

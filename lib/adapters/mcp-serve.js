@@ -7,8 +7,13 @@
 
 const { randomUUID } = require('node:crypto')
 const { readFile } = require('node:fs/promises')
+// Taken at load: a test that fakes the global timers must not keep sessions open or close them early.
+const { setTimeout, clearTimeout } = require('node:timers')
 
 const PACKAGE_VERSION = require('../../package.json').version
+/** The longest a JS timer waits: the SDK's own timeout of an elicitation, so that the gate's approval limit is the
+ * one that holds. */
+const MAX_TIMER_MS = 2 ** 31 - 1
 /** How much of a call's arguments an approval question quotes. */
 const QUOTED_ARGS = 500
 /** Streamable HTTP sessions held at most (the least recently used closes first) and how long an idle one lives. */
@@ -34,8 +39,13 @@ function serving(server) {
   }
 }
 
-function readOptions(options, where) {
+const SERVE_OPTIONS = ['context', 'name', 'version', 'instructions']
+
+function readOptions(options, where, known = SERVE_OPTIONS) {
   if (options === null || typeof options !== 'object') throw new TypeError(`${where}(gate, …, options): options must be an object`)
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key)) throw new TypeError(`${where} options: unknown option "${key}" (known: ${known.join(', ')})`)
+  }
   const { context, name = 'toolgate', version = PACKAGE_VERSION, instructions } = options
   if (typeof name !== 'string' || typeof version !== 'string') throw new TypeError(`${where} options: name and version must be strings`)
   if (instructions !== undefined && typeof instructions !== 'string') throw new TypeError(`${where} options: instructions must be a string`)
@@ -135,17 +145,26 @@ async function callToolResult(result, registered) {
     if (result.retryAfterMs !== undefined) meta['toolgate/retryAfterMs'] = result.retryAfterMs
     return { content, isError: true, _meta: meta }
   }
-  const structured = result.truncated ? await wholeStructure(result, registered) : result.metadata.structured
+  if (!result.truncated) return withStructure(content, result.metadata.structured)
+  const schema = registered()?.outputSchema
+  if (!objectSchema(schema)) return { content }
+  const whole = await wholeStructure(result)
+  // A tool whose schema requires a structure must give one; without it, the SDK's client refuses the whole answer.
+  if (whole === undefined) return { content: [{ type: 'text', text: `${result.output}\n(The whole structured output was not kept, so it cannot be sent.)` }], isError: true }
+  return withStructure(content, whole)
+}
+
+function withStructure(content, structured) {
   if (structured !== null && typeof structured === 'object' && !Array.isArray(structured)) return { content, structuredContent: structured }
   return { content }
 }
 
-/** A truncated output's structure only for a tool whose output schema requires one (any other would undo the
- * truncation), and then whole: the structure in the result is cut as the text is, and would not match the schema.
- * The artifact holds it whole, redacted. */
-async function wholeStructure(result, registered) {
+/** A truncated output's structure, sent only for a tool whose output schema requires one (any other would undo
+ * the truncation), and then whole: the structure in the result is cut as the text is, and would not match the
+ * schema. The artifact holds it whole, redacted. */
+async function wholeStructure(result) {
   const path = result.metadata.artifactPath
-  if (path === undefined || !objectSchema(registered()?.outputSchema)) return undefined
+  if (path === undefined) return undefined
   try {
     return JSON.parse(await readFile(path, 'utf8'))
   } catch {
@@ -170,7 +189,7 @@ async function elicitApproval(sdk, server, extra, asked) {
       required: ['approve'],
     },
   }
-  const answer = await extra.sendRequest({ method: 'elicitation/create', params }, sdk.types.ElicitResultSchema, { signal: extra.signal })
+  const answer = await extra.sendRequest({ method: 'elicitation/create', params }, sdk.types.ElicitResultSchema, { signal: extra.signal, timeout: MAX_TIMER_MS })
   if (answer.action === 'accept' && answer.content?.approve === true) return 'approve'
   return { decision: 'deny', reason: answer.action === 'cancel' ? 'the user dismissed the question' : 'the user declined' }
 }
@@ -180,10 +199,11 @@ async function elicitApproval(sdk, server, extra, asked) {
  * session (begun by `initialize`, named by `Mcp-Session-Id`) gets its own server; `handler.close()` ends them.
  */
 function mcpHttpHandler(sdk, gate, options = {}) {
-  const { maxSessions = MAX_SESSIONS, sessionIdleMs = SESSION_IDLE_MS, allowedHosts, allowedOrigins, ...rest } = options ?? {}
+  if (options === null || typeof options !== 'object') throw new TypeError('mcpHttpHandler(gate, options): options must be an object')
+  const { maxSessions = MAX_SESSIONS, sessionIdleMs = SESSION_IDLE_MS, allowedHosts, allowedOrigins, ...rest } = options
   if (!(Number.isInteger(maxSessions) && maxSessions > 0)) throw new TypeError('mcpHttpHandler options: maxSessions must be a positive integer')
   if (!(Number.isInteger(sessionIdleMs) && sessionIdleMs > 0)) throw new TypeError('mcpHttpHandler options: sessionIdleMs must be a positive integer')
-  const serveOptions = readOptions(rest, 'mcpHttpHandler')
+  const serveOptions = readOptions(rest, 'mcpHttpHandler', [...SERVE_OPTIONS, 'maxSessions', 'sessionIdleMs', 'allowedHosts', 'allowedOrigins'])
   mcpServer(sdk, gate, serveOptions, 'mcpHttpHandler') // a bad gate throws now, not at the first request
   const protection = allowedHosts || allowedOrigins ? { enableDnsRebindingProtection: true, allowedHosts, allowedOrigins } : {}
   /** Open sessions by id, least recently used first. */
@@ -196,12 +216,23 @@ function mcpHttpHandler(sdk, gate, options = {}) {
     clearTimeout(session.idle)
     session.server.close().catch(() => {})
   }
+  /** A session used now: the most recently used, and idle only once no request of it is open. */
   const touch = (id, session) => {
     sessions.delete(id)
     sessions.set(id, session)
     clearTimeout(session.idle)
-    session.idle = setTimeout(() => end(id), sessionIdleMs)
+    session.idle = setTimeout(() => (session.open > 0 ? touch(id, session) : end(id)), sessionIdleMs)
     session.idle.unref()
+  }
+  /** One request of a session: it is busy until the answer's stream closes, and used then. */
+  const serve = async (session, req, res, parsedBody) => {
+    session.open++
+    res.once('close', () => {
+      session.open--
+      const id = session.transport.sessionId
+      if (id !== undefined && sessions.get(id) === session) touch(id, session)
+    })
+    await session.transport.handleRequest(req, res, parsedBody)
   }
 
   let closed = false
@@ -211,13 +242,15 @@ function mcpHttpHandler(sdk, gate, options = {}) {
     const open = typeof id === 'string' ? sessions.get(id) : undefined
     if (open) {
       touch(id, open)
-      return open.transport.handleRequest(req, res, parsedBody)
+      return serve(open, req, res, parsedBody)
     }
     if (id !== undefined) return answerError(res, 404, -32001, 'Session not found: start a new one with initialize')
-    const session = { transport: undefined, server: mcpServer(sdk, gate, serveOptions, 'mcpHttpHandler'), idle: undefined }
+    const session = { transport: undefined, server: mcpServer(sdk, gate, serveOptions, 'mcpHttpHandler'), idle: undefined, open: 0 }
     session.transport = new sdk.StreamableHTTPServerTransport({
       sessionIdGenerator: randomUUID,
       onsessioninitialized: (sessionId) => {
+        // An initialize that was under way when the handler closed opens nothing.
+        if (closed) return void session.server.close().catch(() => {})
         if (sessions.size >= maxSessions) end(sessions.keys().next().value)
         touch(sessionId, session)
       },
@@ -226,7 +259,7 @@ function mcpHttpHandler(sdk, gate, options = {}) {
     })
     session.transport.onclose = () => session.transport.sessionId && end(session.transport.sessionId)
     await session.server.connect(session.transport)
-    await session.transport.handleRequest(req, res, parsedBody)
+    await serve(session, req, res, parsedBody)
     // A request that began no session (not an initialize) leaves nothing open.
     if (session.transport.sessionId === undefined) await session.server.close()
   }
@@ -234,6 +267,8 @@ function mcpHttpHandler(sdk, gate, options = {}) {
     closed = true
     for (const id of [...sessions.keys()]) end(id)
   }
+  /** Tells every session's client the tools changed (after `register` or `unregister`). */
+  handler.toolsChanged = () => Promise.all([...sessions.values()].map((session) => session.server.sendToolListChanged().catch(() => {}))).then(() => {})
   Object.defineProperty(handler, 'sessions', { get: () => sessions.size })
   return handler
 }

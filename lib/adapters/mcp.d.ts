@@ -13,6 +13,8 @@ export interface McpClient {
   setNotificationHandler(schema: any, handler: (notification: any) => void | Promise<void>): void
   removeNotificationHandler(method: string): void
   getServerVersion(): { name: string; version: string } | undefined
+  /** Unset once the connection closed. */
+  readonly transport: unknown
 }
 
 /** What a mount may set on each of its tools, on top of what it reads off the server. */
@@ -34,7 +36,8 @@ export interface MountMcpOptions {
    * is a state-changing write whose output is fenced as outside data; the annotations are in `list()`'s `origin`.
    */
   trust?: boolean
-  /** Spec fields for every mounted tool (timeouts, cache, rate limits, approval…), or per tool. */
+  /** Spec fields for every mounted tool (timeouts, rate limits, approval…), or per tool. Mounted tools are never
+   * cached unless these say so (`cache: { ttlMs }`): MCP's `idempotentHint` says nothing of a result staying true. */
   tools?: McpToolFields | ((tool: Tool & { mappedName: string }) => McpToolFields | undefined)
   /** How long each `tools/list` page may take. Default 60 000. */
   listTimeoutMs?: number
@@ -117,8 +120,10 @@ export interface McpHttpHandlerOptions<Ctx extends ExecutionContext = ExecutionC
 
 export interface McpHttpHandler {
   (req: IncomingMessage, res: ServerResponse, parsedBody?: unknown): Promise<void>
-  /** Ends every session. */
+  /** Ends every session; later requests get 503. */
   close(): Promise<void>
+  /** Tells every session's client the tools changed (after `register` or `unregister`). */
+  toolsChanged(): Promise<void>
   /** Sessions open now. */
   readonly sessions: number
 }
