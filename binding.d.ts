@@ -10,7 +10,11 @@
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 export declare class Engine {
-  constructor(optionsJson: string, wake: (arg: number) => void)
+  constructor(optionsJson: string, wake: (arg: number) => void, manualClock?: boolean | undefined | null)
+  /** With a manual clock: ms until the earliest armed deadline (0 when it has passed), or null when none is. */
+  nextDeadlineMs(): number | null
+  /** Moves a manual clock `ms` forward and answers what fell due (as `expire` does). */
+  advanceClock(ms: number): string
   get id(): number
   register(specJson: string): void
   unregister(name: string): boolean

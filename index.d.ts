@@ -495,6 +495,8 @@ export interface ExecutorOptions {
   /** Results carry stage timings (`metadata.timings`, `metadata.starts`), as `renderTimeline` draws them. On
    * whenever `onTrace` or `audit` is set. */
   trace?: boolean
+  /** A clock a test moves (`manualClock()` of toolgate/testing): every deadline the executor keeps runs on it. */
+  clock?: { now(): number; advance(ms: number): Promise<void> }
 }
 
 export type Risk = 'read' | 'write' | 'destructive' | 'admin'

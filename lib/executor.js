@@ -11,6 +11,7 @@ const { argumentsOf, internalFailures, programmerError, policyJson, readResults,
 const { ENGINE_OPTIONS, LISTENER_OPTIONS, OBSERVER_OPTIONS, SPEC_FIELDS, TURN_OPTIONS, offAsOptions, pick, takeListeners, takeObservers } = require('./options.js')
 const { callHost, describeProblem, readApproval, judgeValue, callListener, warn } = require('./callbacks.js')
 const { toolSchema, validationResult } = require('./schemas.js')
+const { setTimeout, clearTimeout, setInterval, clearInterval, setImmediate, queueMicrotask } = require('./timers.js')
 
 /** Records kept of handlers that were stopped but have not settled (`pendingHandlers()`, late settlements). */
 const MAX_ABANDONED = 10_000
@@ -25,6 +26,9 @@ const CHECK_TIMEOUT_MS = 10_000
 /** What a handler's promise resolves to when its call ended while a retry's validation was still running: the
  * handler never started. */
 const NEVER_STARTED = Symbol('never started')
+/** What a clock a test moves (toolgate/testing's `manualClock()`) offers an executor under this key: `attach(driver)`
+ * and its own `setTimeout`/`clearTimeout`. A global symbol: every copy of the package knows it. */
+const CLOCK = Symbol.for('toolgate.clock')
 /** How often artifacts past their TTL are looked for. */
 const SWEEP_MS = 60_000
 /** The most characters `read_artifact` returns per call (the engine's cap), and room for its header. */
@@ -77,11 +81,21 @@ class ToolExecutor {
   #settled = { runs: [], kinds: [], payloads: [] }
   /** Calls whose settlements are crossing into the engine, which may find them past their deadline. */
   #crossing = new Map()
+  /** The timers of the executor's own waits on JS work (an edited approval's checks): the real ones, or a manual
+   * clock's. */
+  #timers = { setTimeout, clearTimeout }
+  /** What a manual clock moves, held here so that the clock, which holds it weakly, lets a dropped executor go. */
+  #clockDriver
 
   /** @param {import('./index').ExecutorOptions} [options] */
   constructor(options = {}) {
     if (options === null || typeof options !== 'object') throw new TypeError('new ToolExecutor(options): options must be an object')
-    const engineOptions = pick(options, [...ENGINE_OPTIONS, ...LISTENER_OPTIONS, ...OBSERVER_OPTIONS], 'ToolExecutor options')
+    const { clock, ...rest } = options
+    const engineOptions = pick(rest, [...ENGINE_OPTIONS, ...LISTENER_OPTIONS, ...OBSERVER_OPTIONS, 'clock'], 'ToolExecutor options')
+    const clockHooks = clock === undefined ? undefined : clock?.[CLOCK]
+    if (clock !== undefined && typeof clockHooks?.attach !== 'function') {
+      throw new TypeError('ToolExecutor options: clock must be a clock of toolgate/testing (manualClock())')
+    }
     this.#listeners = takeListeners(engineOptions, 'ToolExecutor options')
     this.#observers = takeObservers(engineOptions, this.#listeners.onTrace)
     this.#checkTimeoutMs = engineOptions.checkTimeoutMs ?? CHECK_TIMEOUT_MS
@@ -89,8 +103,24 @@ class ToolExecutor {
     // trace events or audit records are wanted.
     if (this.#observers?.onTrace || this.#observers?.auditSink || this.#observers?.onRecord) engineOptions.trace = true
     const json = JSON.stringify(offAsOptions(engineOptions))
-    this.#engine = programmerError(() => new Engine(json, wake))
+    this.#engine = programmerError(() => new Engine(json, wake, clockHooks !== undefined))
     sweepArtifactsWhileAlive(this.#engine)
+    if (clockHooks) this.#onClock(clockHooks)
+  }
+
+  /** Every deadline the engine keeps, and the executor's own waits, run on a clock a test moves. */
+  #onClock(hooks) {
+    this.#timers = { setTimeout: hooks.setTimeout, clearTimeout: hooks.clearTimeout }
+    this.#clockDriver = {
+      nextDeadlineMs: () => (this.#closed ? null : this.#engine.nextDeadlineMs()),
+      advance: (ms) => {
+        if (this.#closed) return
+        this.#drive(() => this.#engine.advanceClock(ms))
+        this.#guard(() => this.#engine.sweepArtifacts())
+        this.#releaseIfIdle()
+      },
+    }
+    hooks.attach(this.#clockDriver)
   }
 
   /** Registers a tool. Throws at once when the spec cannot work (bad name, schema that does not compile, duplicate). */
@@ -441,7 +471,7 @@ class ToolExecutor {
    * the handler then receives) and the tool's check, each within `checkTimeoutMs`. Resolves to the issues that
    * refuse the edit, or undefined. */
   #editsPass(turn, index, toolName, callId, edited) {
-    const within = (what, step) => withinTime(step(), this.#checkTimeoutMs).then(
+    const within = (what, step) => withinTime(step(), this.#checkTimeoutMs, this.#timers).then(
       (verdict) => verdict ?? { issues: [['', `${what} gave no answer within ${this.#checkTimeoutMs} ms`]] },
       (err) => ({ issues: [['', `${what} failed (${describeProblem(err)})`]] }),
     )
@@ -855,13 +885,13 @@ function isContent(value) {
 }
 
 /** What `promise` resolves to, or undefined once `ms` pass first (the timer holds no process open). */
-function withinTime(promise, ms) {
+function withinTime(promise, ms, timers) {
   let timer
   const late = new Promise((resolve) => {
-    timer = setTimeout(resolve, ms)
-    timer.unref()
+    timer = timers.setTimeout(resolve, ms)
+    timer?.unref?.()
   })
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer))
+  return Promise.race([promise, late]).finally(() => timers.clearTimeout(timer))
 }
 
 /** Issues an output schema found, as the engine's settlement kind for them. */

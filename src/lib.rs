@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use napi::bindgen_prelude::{BufferSlice, Function, Result};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
@@ -40,6 +40,15 @@ pub struct Engine {
     shaping: usize,
     /// Large values arriving in slices, by run, until their last slice.
     slices: HashMap<u32, Vec<u8>>,
+    /// A clock the host moves (a test's manual clock). No watcher runs then, and no deadline holds Node's event
+    /// loop open: only `advance_clock` makes time pass.
+    manual: Option<ManualClock>,
+}
+
+/// Time on a clock the host moves: the engine's deadlines read `now`, artifacts' ages `wall`.
+struct ManualClock {
+    now: Instant,
+    wall: SystemTime,
 }
 
 fn fail(message: String) -> Error {
@@ -53,12 +62,17 @@ fn policy(json: &str) -> Result<Policy> {
 #[napi]
 impl Engine {
     #[napi(constructor, catch_unwind)]
-    pub fn new(options_json: String, wake: Function<u32, ()>) -> Result<Self> {
+    pub fn new(options_json: String, wake: Function<u32, ()>, manual_clock: Option<bool>) -> Result<Self> {
         log_to_stderr();
         let options = EngineOptions::from_json(&options_json).map_err(fail)?;
         let wake = wake.build_threadsafe_function().weak::<true>().callee_handled::<false>().build()?;
+        let inner = toolgate_core::Engine::new(options).map_err(fail)?;
+        let manual = manual_clock.unwrap_or(false).then(|| ManualClock { now: Instant::now(), wall: SystemTime::now() });
+        if let Some(clock) = &manual {
+            inner.set_clock(clock.wall);
+        }
         Ok(Engine {
-            inner: toolgate_core::Engine::new(options).map_err(fail)?,
+            inner,
             id: NEXT_ENGINE_ID.fetch_add(1, Ordering::Relaxed),
             wake: Arc::new(Mutex::new(wake)),
             watching: false,
@@ -66,7 +80,31 @@ impl Engine {
             shaped: Arc::new(Mutex::new(Vec::new())),
             shaping: 0,
             slices: HashMap::new(),
+            manual,
         })
+    }
+
+    /// Now, on the engine's clock.
+    fn now(&self) -> Instant {
+        self.manual.as_ref().map_or_else(Instant::now, |clock| clock.now)
+    }
+
+    /// With a manual clock: ms until the earliest armed deadline (0 when it has passed), or null when none is.
+    #[napi(catch_unwind)]
+    pub fn next_deadline_ms(&self) -> Option<f64> {
+        let now = self.now();
+        self.inner.deadlines().next().map(|at| at.saturating_duration_since(now).as_secs_f64() * 1000.0)
+    }
+
+    /// Moves a manual clock `ms` forward and answers what fell due (as `expire` does).
+    #[napi(catch_unwind)]
+    pub fn advance_clock(&mut self, env: Env, ms: f64) -> Result<String> {
+        let Some(clock) = self.manual.as_mut() else { return Err(fail("advanceClock: this engine runs on the system clock".into())) };
+        let by = toolgate_core::timer::seconds(ms / 1000.0);
+        clock.now = toolgate_core::timer::after(clock.now, by);
+        clock.wall = clock.wall.checked_add(by).unwrap_or(clock.wall);
+        self.inner.set_clock(clock.wall);
+        self.expire(env)
     }
 
     #[napi(getter, catch_unwind)]
@@ -109,7 +147,7 @@ impl Engine {
     ) -> Result<String> {
         let policy = policy(&policy_json)?;
         let options = TurnOptions::from_json(&turn_json).map_err(fail)?;
-        let step = self.inner.begin(&calls_json, &policy, &options, cancelled.as_deref(), Instant::now()).map_err(fail)?;
+        let step = self.inner.begin(&calls_json, &policy, &options, cancelled.as_deref(), self.now()).map_err(fail)?;
         self.reply(&env, step)
     }
 
@@ -122,7 +160,7 @@ impl Engine {
         }
         // Every outcome read before any is applied: a bad one must not leave the others half-settled.
         let outcomes = kinds.iter().zip(payloads).map(|(kind, payload)| Outcome::from_parts(kind, payload)).collect::<std::result::Result<Vec<_>, _>>().map_err(fail)?;
-        let now = Instant::now();
+        let now = self.now();
         let mut step = Step::default();
         for (run, outcome) in runs.into_iter().zip(outcomes) {
             step.absorb(self.inner.complete(run, outcome, now));
@@ -136,7 +174,7 @@ impl Engine {
     /// comes from a later `expire`.
     #[napi(catch_unwind)]
     pub fn complete_bytes(&mut self, env: Env, run: u32, kind: String, data: BufferSlice, more: Option<bool>) -> Result<String> {
-        if let Some(step) = self.inner.overdue(run, kind == "thrown", Instant::now()) {
+        if let Some(step) = self.inner.overdue(run, kind == "thrown", self.now()) {
             return self.reply(&env, step);
         }
         if more == Some(true) {
@@ -156,7 +194,7 @@ impl Engine {
         let large = bytes.len() >= OFF_THREAD_BYTES;
         let outcome = Outcome::from_bytes(&kind, bytes).map_err(fail)?;
         if !large {
-            let step = self.inner.complete(run, outcome, Instant::now());
+            let step = self.inner.complete(run, outcome, self.now());
             return self.reply(&env, step);
         }
         let Some(shaping) = self.inner.begin_shaping(run, outcome) else { return Ok(String::new()) };
@@ -201,7 +239,7 @@ impl Engine {
     /// Cancels every open turn in one step (closing the executor).
     #[napi(catch_unwind)]
     pub fn cancel_all(&mut self, env: Env, reason: String, unstarted: Vec<u32>) -> Result<String> {
-        let step = self.inner.cancel_all(&reason, &unstarted, Instant::now());
+        let step = self.inner.cancel_all(&reason, &unstarted, self.now());
         self.reply(&env, step)
     }
 
@@ -209,7 +247,7 @@ impl Engine {
     #[napi(catch_unwind)]
     pub fn answer(&mut self, env: Env, ticket: u32, answer_json: String) -> Result<String> {
         let answer = HostAnswer::from_json(&answer_json).map_err(fail)?;
-        let step = self.inner.answer(ticket, answer, Instant::now());
+        let step = self.inner.answer(ticket, answer, self.now());
         self.reply(&env, step)
     }
 
@@ -222,7 +260,8 @@ impl Engine {
     /// The handler of `run` reported progress; false when the run is already over.
     #[napi(catch_unwind)]
     pub fn progress(&mut self, run: u32) -> bool {
-        self.inner.progress(run, Instant::now())
+        let now = self.now();
+        self.inner.progress(run, now)
     }
 
     /// A handler that timed out or was cancelled settled anyway.
@@ -251,7 +290,7 @@ impl Engine {
     /// Takes in what was shaped on other threads, then everything whose deadline has passed.
     #[napi(catch_unwind)]
     pub fn expire(&mut self, env: Env) -> Result<String> {
-        let now = Instant::now();
+        let now = self.now();
         let shaped = std::mem::take(&mut *lock(&self.shaped));
         self.shaping -= shaped.len();
         let mut step = Step::default();
@@ -265,7 +304,7 @@ impl Engine {
     /// `unstarted`: runs handed out whose handlers JS had not started when the turn's signal fired.
     #[napi(catch_unwind)]
     pub fn cancel(&mut self, env: Env, turn: u32, reason: String, unstarted: Vec<u32>) -> Result<String> {
-        let step = self.inner.cancel(turn, &reason, &unstarted, Instant::now());
+        let step = self.inner.cancel(turn, &reason, &unstarted, self.now());
         self.reply(&env, step)
     }
 
@@ -295,7 +334,7 @@ impl Engine {
     /// nothing in Node's event loop); once none is, the engine must not keep Node alive.
     #[allow(deprecated)] // ref/unref of a tsfn: exactly napi_ref_threadsafe_function, which is what is meant
     fn keep_alive(&mut self, env: &Env) -> Result<()> {
-        let hold = !self.inner.deadlines().is_empty() || self.shaping > 0;
+        let hold = (self.manual.is_none() && !self.inner.deadlines().is_empty()) || self.shaping > 0;
         if hold == self.holding {
             return Ok(());
         }
@@ -303,7 +342,7 @@ impl Engine {
         if !hold {
             return lock(&self.wake).unref(env);
         }
-        if !self.watching {
+        if !self.watching && self.manual.is_none() {
             let wake = self.wake.clone();
             let id = self.id;
             napi::bindgen_prelude::spawn(self.inner.deadlines().watch(move || {

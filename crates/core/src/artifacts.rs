@@ -7,8 +7,9 @@ use std::collections::{HashMap, VecDeque};
 use std::fs;
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
 
@@ -92,11 +93,27 @@ pub struct Artifacts {
     folder: Mutex<Folder>,
     /// For the paths and patterns a model sends, which a message quotes: redacted before they are cut.
     redactor: Redactor,
+    /// The time on a clock the host moves (a test's manual clock), in ns since the epoch; 0: the system's clock.
+    /// Ages are read on it alone, so that an artifact a test saves expires exactly when its TTL has passed.
+    manual_ns: AtomicU64,
 }
 
 impl Artifacts {
     pub fn new(options: ArtifactOptions, redactor: Redactor) -> Self {
-        Artifacts { options, folder: Mutex::new(Folder::default()), redactor }
+        Artifacts { options, folder: Mutex::new(Folder::default()), redactor, manual_ns: AtomicU64::new(0) }
+    }
+
+    /// From now on artifacts age on a clock the host moves, which reads `now`.
+    pub fn set_clock(&self, now: SystemTime) {
+        let ns = now.duration_since(UNIX_EPOCH).map_or(1, |d| d.as_nanos().clamp(1, u64::MAX as u128) as u64);
+        self.manual_ns.store(ns, Ordering::Relaxed);
+    }
+
+    fn now(&self) -> SystemTime {
+        match self.manual_ns.load(Ordering::Relaxed) {
+            0 => SystemTime::now(),
+            ns => UNIX_EPOCH + Duration::from_nanos(ns),
+        }
     }
 
     /// A path or pattern the model sent, as a message quotes it.
@@ -120,7 +137,7 @@ impl Artifacts {
             return Err("the executor was closed".into());
         }
         let root = self.root(&mut folder)?;
-        self.sweep_locked(&mut folder, SystemTime::now());
+        self.sweep_locked(&mut folder, self.now());
         while folder.total_bytes + size > self.options.max_bytes {
             let Some(oldest) = folder.files.pop_front() else { break };
             folder.total_bytes -= oldest.bytes;
@@ -148,7 +165,7 @@ impl Artifacts {
         folder.files.push_back(Saved {
             path: path.clone(),
             bytes: size,
-            at: SystemTime::now(),
+            at: self.now(),
             public: origin.owner.is_none(),
             readers: origin.owner.into_iter().map(|o| Some(o.to_string())).collect(),
             untrusted: origin.untrusted.map(String::from),
@@ -176,7 +193,7 @@ impl Artifacts {
 
     /// Removes artifacts older than the TTL; returns how many.
     pub fn sweep(&self) -> usize {
-        self.sweep_locked(&mut self.folder(), SystemTime::now())
+        self.sweep_locked(&mut self.folder(), self.now())
     }
 
     fn sweep_locked(&self, folder: &mut Folder, now: SystemTime) -> usize {

@@ -1311,6 +1311,11 @@ impl Engine {
         self.shaper.artifacts.sweep()
     }
 
+    /// The time on a clock the host moves (a test's manual clock): artifacts age on it from now on.
+    pub fn set_clock(&self, now: SystemTime) {
+        self.shaper.artifacts.set_clock(now);
+    }
+
     /// Removes every artifact (closing the executor).
     pub fn remove_artifacts(&self) {
         self.shaper.artifacts.remove_all()

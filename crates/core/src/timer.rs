@@ -91,6 +91,11 @@ impl<K: Key> Deadlines<K> {
         self.state().entries.is_empty()
     }
 
+    /// The earliest armed deadline: a host that moves its own clock moves it there next.
+    pub fn next(&self) -> Option<Instant> {
+        self.state().entries.first().map(|&(at, _)| at)
+    }
+
     /// Stops the watcher; armed deadlines are forgotten.
     pub fn close(&self) {
         let mut state = self.state();

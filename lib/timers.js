@@ -1,0 +1,23 @@
+'use strict'
+// The timers toolgate schedules its own work with, taken when the package loads. A test that fakes timers
+// (vitest's `vi.useFakeTimers()`, @sinonjs/fake-timers: they replace `globalThis`'s and the node:timers module's)
+// must neither stall the package nor change what it does: a deadline, a large output crossing in slices, trace
+// delivery and `close()` keep real time. Timers already faked when the package loads are seen through: fake-timers
+// keeps each original on its clock as `_<name>`.
+
+const timers = require('node:timers')
+
+function real(name, fallback) {
+  const current = timers[name] ?? fallback
+  const original = current?.clock?.[`_${name}`]
+  return typeof original === 'function' ? original : current
+}
+
+module.exports = {
+  setTimeout: real('setTimeout'),
+  clearTimeout: real('clearTimeout'),
+  setInterval: real('setInterval'),
+  clearInterval: real('clearInterval'),
+  setImmediate: real('setImmediate'),
+  queueMicrotask: real('queueMicrotask', globalThis.queueMicrotask),
+}
