@@ -1,0 +1,160 @@
+'use strict'
+// Time that tests control. An executor given `clock: manualClock()` keeps every deadline on it: total and idle
+// limits, retry backoffs, rate-limit refills and waits, cache and dedup TTLs, approval and check timeouts, turn
+// deadlines, artifact TTLs. Nothing falls due until the test moves the clock: `await clock.advance(ms)` moves it
+// from one due moment to the next, in order, letting the JS work each one sets off run before the next.
+
+// Taken at load: the steps of `advance` must run on real turns of the event loop even under faked timers.
+const { setImmediate } = require('node:timers')
+
+/** The key under which an executor finds what it needs of a clock (a global symbol: any copy of the package). */
+const CLOCK = Symbol.for('toolgate.clock')
+/** Real turns of the event loop after each step, for what it set off (a handler's abort, a settlement, a retry's
+ * start) to run and arm what comes next. */
+const TURNS_PER_STEP = 5
+/** More due moments than this in one `advance` is a loop that re-arms at once (a retry without backoff, forever). */
+const MAX_STEPS = 100_000
+
+const turnOfTheLoop = () => new Promise((resolve) => setImmediate(resolve))
+
+async function settle() {
+  for (let i = 0; i < TURNS_PER_STEP; i++) await turnOfTheLoop()
+}
+
+class ManualClock {
+  #now
+  /** The executors on this clock, held weakly: a test that drops one does not keep it. */
+  #drivers = new Set()
+  /** Timers set on the clock (`setTimeout`, `sleep`), by id, run when it passes their time. */
+  #timers = new Map()
+  #nextTimer = 1
+  #onAdvance
+  /** The advance under way: the next one starts after it. */
+  #queue = Promise.resolve()
+
+  constructor({ now = 0, onAdvance } = {}) {
+    if (!Number.isFinite(now)) throw new TypeError('manualClock({ now }): now must be a finite number of ms')
+    if (onAdvance !== undefined && typeof onAdvance !== 'function') throw new TypeError('manualClock({ onAdvance }): onAdvance must be a function (ms) => void')
+    this.#now = now
+    this.#onAdvance = onAdvance
+  }
+
+  /** The clock's time, in ms (what `now` it was made with, plus every advance). */
+  now() {
+    return this.#now
+  }
+
+  /** Runs `fn` once the clock has been moved `ms` on. Returns an id for `clearTimeout`. */
+  setTimeout(fn, ms = 0, ...args) {
+    if (typeof fn !== 'function') throw new TypeError('clock.setTimeout(fn, ms): fn must be a function')
+    const id = this.#nextTimer++
+    this.#timers.set(id, { at: this.#now + Math.max(0, Number(ms) || 0), fn, args })
+    return id
+  }
+
+  clearTimeout(id) {
+    this.#timers.delete(id)
+  }
+
+  /** Resolves once the clock has been moved `ms` on; rejects with the signal's reason when it aborts first. */
+  sleep(ms, signal) {
+    if (signal?.aborted) return Promise.reject(signal.reason)
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        this.clearTimeout(id)
+        reject(signal.reason)
+      }
+      const id = this.setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort)
+        resolve()
+      }, ms)
+      signal?.addEventListener('abort', onAbort, { once: true })
+    })
+  }
+
+  /**
+   * Moves the clock `ms` on: to each due moment in turn (a deadline of any executor on it, a timer set on it), what
+   * falls due then fires, and the JS work it sets off runs before the clock moves again. Resolves once at `now +
+   * ms` with that work done. Advances never overlap: one asked for while another runs starts after it.
+   */
+  advance(ms) {
+    if (!(Number.isFinite(ms) && ms >= 0)) return Promise.reject(new TypeError(`clock.advance(ms): ms must be a finite number ≥ 0; got ${String(ms)}`))
+    const run = this.#queue.then(() => this.#advanceBy(ms))
+    this.#queue = run.catch(() => {})
+    return run
+  }
+
+  /** Moves the clock to the next due moment, however far (nothing is due: it stays). Resolves to how far it moved. */
+  async next() {
+    await settle()
+    const due = this.#nextDue()
+    if (due === undefined) return 0
+    const moved = due - this.#now
+    await this.advance(moved)
+    return moved
+  }
+
+  async #advanceBy(ms) {
+    const target = this.#now + ms
+    await settle() // what was set off before, a turn begun, arms its deadlines first
+    for (let steps = 0; ; steps++) {
+      if (steps === MAX_STEPS) throw new Error(`clock.advance: more than ${MAX_STEPS} due moments within ${ms} ms; something re-arms at once`)
+      const due = this.#nextDue()
+      if (due === undefined || due > target) break
+      this.#step(due - this.#now)
+      await settle()
+    }
+    if (target > this.#now) {
+      this.#step(target - this.#now)
+      await settle()
+    }
+  }
+
+  #step(delta) {
+    this.#now += delta
+    if (this.#onAdvance && delta > 0) this.#onAdvance(delta)
+    for (const driver of this.#live()) driver.advance(delta)
+    const due = [...this.#timers].filter(([, t]) => t.at <= this.#now).sort(([a, x], [b, y]) => x.at - y.at || a - b)
+    for (const [id, timer] of due) {
+      // An earlier timer of this step may have cleared it.
+      if (!this.#timers.delete(id)) continue
+      timer.fn(...timer.args)
+    }
+  }
+
+  /** The earliest moment anything is due, on this clock; undefined when nothing is. */
+  #nextDue() {
+    let due
+    for (const driver of this.#live()) {
+      const ms = driver.nextDeadlineMs()
+      if (ms !== null && (due === undefined || this.#now + ms < due)) due = this.#now + ms
+    }
+    for (const timer of this.#timers.values()) if (due === undefined || timer.at < due) due = timer.at
+    return due
+  }
+
+  *#live() {
+    for (const ref of this.#drivers) {
+      const driver = ref.deref()
+      if (driver === undefined) this.#drivers.delete(ref)
+      else yield driver
+    }
+  }
+
+  /** What an executor given this clock uses. */
+  get [CLOCK]() {
+    return {
+      attach: (driver) => { this.#drivers.add(new WeakRef(driver)) },
+      setTimeout: (fn, ms) => this.setTimeout(fn, ms),
+      clearTimeout: (id) => this.clearTimeout(id),
+    }
+  }
+}
+
+/** A clock for `new ToolExecutor({ clock })` that only tests move. `onAdvance(ms)` is told of every move (pass
+ * vitest's `(ms) => vi.advanceTimersByTime(ms)` to move faked timers along). */
+function manualClock(options) {
+  return new ManualClock(options)
+}
+
+module.exports = { manualClock, ManualClock }
