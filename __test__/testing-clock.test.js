@@ -219,3 +219,12 @@ describe('under fake timers', () => {
     await Promise.all([gate.close(), timed.close()])
   })
 })
+
+describe('toolgate/testing entries', () => {
+  it('the ESM entry exports exactly what the CommonJS entry does, the same objects', async () => {
+    const esm = await import('toolgate/testing')
+    const cjs = require('toolgate/testing')
+    assert.deepEqual(Object.keys(esm).sort(), Object.keys(cjs).sort())
+    for (const key of Object.keys(cjs)) assert.equal(esm[key], cjs[key], key)
+  })
+})

@@ -11,7 +11,7 @@ const { argumentsOf, internalFailures, programmerError, policyJson, readResults,
 const { ENGINE_OPTIONS, LISTENER_OPTIONS, OBSERVER_OPTIONS, SPEC_FIELDS, TURN_OPTIONS, offAsOptions, pick, takeListeners, takeObservers } = require('./options.js')
 const { callHost, describeProblem, readApproval, judgeValue, callListener, warn } = require('./callbacks.js')
 const { toolSchema, validationResult } = require('./schemas.js')
-const { setTimeout, clearTimeout, setInterval, clearInterval, setImmediate, queueMicrotask } = require('./timers.js')
+const { setTimeout, clearTimeout, setInterval, clearInterval, setImmediate, queueMicrotask, now } = require('./timers.js')
 
 /** Records kept of handlers that were stopped but have not settled (`pendingHandlers()`, late settlements). */
 const MAX_ABANDONED = 10_000
@@ -230,10 +230,10 @@ class ToolExecutor {
 
   /** Every handler that has not settled: running ones, and those whose calls already timed out or were cancelled. */
   pendingHandlers() {
-    const now = Date.now()
+    const at = now()
     const entry = (call, state) => ({
       callId: call.callId, toolName: call.toolName, attempt: call.attempt, state, reason: call.endedBy,
-      runningMs: now - call.startedAt,
+      runningMs: at - call.startedAt,
     })
     return [...[...this.#runs.values()].map((c) => entry(c, 'running')), ...[...this.#abandoned.values()].map((c) => entry(c, 'abandoned'))]
   }
@@ -408,7 +408,7 @@ class ToolExecutor {
       if (!settled.has(run)) {
         this.#abandoned.set(run, call)
         call.endedBy = 'cancelled'
-        call.endedAt = Date.now()
+        call.endedAt = now()
         call.abort('cancelled', new DOMException('The tool call was cancelled: toolgate failed', 'AbortError'))
       }
       call.release()
@@ -681,7 +681,7 @@ class ToolExecutor {
     this.#runs.delete(run)
     this.#abandoned.set(run, call)
     call.endedBy = kind
-    call.endedAt = Date.now()
+    call.endedAt = now()
     const { turn } = call
     call.abort(kind, kind === 'cancelled' ? turn.abortReason : undefined)
     this.#abandon(call)
@@ -703,7 +703,7 @@ class ToolExecutor {
     if (call === undefined) return
     this.#abandoned.delete(run)
     this.#guard(() => this.#engine.noteLateSettlement(call.toolName))
-    this.#traceLate(call, call.endedBy, outcome, Date.now() - call.endedAt)
+    this.#traceLate(call, call.endedBy, outcome, now() - call.endedAt)
     if (this.#abandoned.size === 0 && this.#turns.size === 0) this.#onIdle?.()
   }
 
@@ -809,7 +809,7 @@ class RunningCall {
     this.args = args
     /** The arguments as a late-settlement trace shows them, taken when the call is abandoned. */
     this.argsSnapshot = undefined
-    this.startedAt = Date.now()
+    this.startedAt = now()
     this.controller = undefined
     /** Why the call was aborted: the caller's reason, or (made only when a signal needs it: a DOMException costs a
      * stack trace) the kind of limit that stopped it. */

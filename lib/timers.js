@@ -2,7 +2,7 @@
 // The timers toolgate schedules its own work with, taken when the package loads. A test that fakes timers
 // (vitest's `vi.useFakeTimers()`, @sinonjs/fake-timers: they replace `globalThis`'s and the node:timers module's)
 // must neither stall the package nor change what it does: a deadline, a large output crossing in slices, trace
-// delivery and `close()` keep real time. Timers already faked when the package loads are seen through: fake-timers
+// delivery, `close()` and the times `pendingHandlers()` reports keep real time. Timers already faked when the package loads are seen through: fake-timers
 // keeps each original on its clock as `_<name>`.
 
 const timers = require('node:timers')
@@ -13,7 +13,11 @@ function real(name, fallback) {
   return typeof original === 'function' ? original : current
 }
 
+/** `Date.now` as it was: fake timers replace `Date` (the real one stays on their clock as `_Date`). */
+const RealDate = globalThis.Date.clock?._Date ?? globalThis.Date
+
 module.exports = {
+  now: () => RealDate.now(),
   setTimeout: real('setTimeout'),
   clearTimeout: real('clearTimeout'),
   setInterval: real('setInterval'),

@@ -101,18 +101,19 @@ class ManualClock {
       if (steps === MAX_STEPS) throw new Error(`clock.advance: more than ${MAX_STEPS} due moments within ${ms} ms; something re-arms at once`)
       const due = this.#nextDue()
       if (due === undefined || due > target) break
-      this.#step(due - this.#now)
-      await settle()
+      await this.#step(due - this.#now)
     }
-    if (target > this.#now) {
-      this.#step(target - this.#now)
-      await settle()
-    }
+    if (target > this.#now) await this.#step(target - this.#now)
   }
 
-  #step(delta) {
+  /** One move: other clocks told first (a handler waiting on faked timers finishes before a limit it met falls
+   * due), then every executor and timer on this one, each move's JS work run before the next. */
+  async #step(delta) {
+    if (this.#onAdvance && delta > 0) {
+      await this.#onAdvance(delta)
+      await settle()
+    }
     this.#now += delta
-    if (this.#onAdvance && delta > 0) this.#onAdvance(delta)
     for (const driver of this.#live()) driver.advance(delta)
     const due = [...this.#timers].filter(([, t]) => t.at <= this.#now).sort(([a, x], [b, y]) => x.at - y.at || a - b)
     for (const [id, timer] of due) {
@@ -120,6 +121,7 @@ class ManualClock {
       if (!this.#timers.delete(id)) continue
       timer.fn(...timer.args)
     }
+    await settle()
   }
 
   /** The earliest moment anything is due, on this clock; undefined when nothing is. */
@@ -151,8 +153,9 @@ class ManualClock {
   }
 }
 
-/** A clock for `new ToolExecutor({ clock })` that only tests move. `onAdvance(ms)` is told of every move (pass
- * vitest's `(ms) => vi.advanceTimersByTime(ms)` to move faked timers along). */
+/** A clock for `new ToolExecutor({ clock })` that only tests move. `onAdvance(ms)` is told of every move, and
+ * awaited, before the gate's time moves: pass vitest's `(ms) => vi.advanceTimersByTimeAsync(ms)` to move faked
+ * timers along, handlers that wait on them finishing first. */
 function manualClock(options) {
   return new ManualClock(options)
 }

@@ -4,8 +4,9 @@ export * from './kit.js'
 export interface ManualClockOptions {
   /** The clock's time to begin with, in ms. Default 0. */
   now?: number
-  /** Told of every move, in ms: `(ms) => vi.advanceTimersByTime(ms)` moves vitest's faked timers along. */
-  onAdvance?: (ms: number) => void
+  /** Told of every move, in ms, and awaited before the gate's time moves: `(ms) => vi.advanceTimersByTimeAsync(ms)`
+   * moves vitest's faked timers along, so that a handler waiting on them finishes before a limit it met. */
+  onAdvance?: (ms: number) => void | PromiseLike<unknown>
 }
 
 /** Time that tests control: pass it as `new ToolExecutor({ clock })`; nothing on it falls due until it is moved. */
