@@ -146,16 +146,55 @@ describe('manualClock', () => {
     await gate.close()
   })
 
+  it('reaches deadlines of fractional ms on a clock started at Date.now()', async () => {
+    const clock = manualClock({ now: Date.now() })
+    const gate = new ToolExecutor({ clock })
+    gate.register({ name: 'ping', readOnly: true, rateLimit: { limit: '3/s', maxWaitMs: 2_000 }, handler: () => 'pong' })
+    gate.register({ name: 'busy', retry: { maxRetries: 3, initialDelayMs: 333 }, handler: flaky(3, undefined, 'done') })
+    const turn = gate.execute([...Array.from({ length: 6 }, () => ({ name: 'ping' })), { name: 'busy' }])
+    await clock.advance(5_000)
+    const results = await within(turn, 5_000, 'the turn')
+    assert.deepEqual(results.map((r) => r.output), [...Array(6).fill('pong'), 'done'])
+    await gate.close()
+  })
+
+  it('queues next() behind an advance under way, each reading the clock where the one before left it', async () => {
+    const clock = manualClock()
+    const fired = []
+    clock.setTimeout(() => fired.push(1_500), 1_500)
+    clock.setTimeout(() => fired.push(3_000), 3_000)
+    const [, moved] = await Promise.all([clock.advance(1_000), clock.next()])
+    assert.deepEqual([moved, clock.now(), fired], [500, 1_500, [1_500]])
+    assert.deepEqual(await Promise.all([clock.next(), clock.next()]), [1_500, 0])
+    assert.deepEqual([clock.now(), fired], [3_000, [1_500, 3_000]])
+  })
+
+  it('tied to another clock, sees what a handler does on it within a slice of the move', async () => {
+    const faked = manualClock() // stands for a test's faked timers
+    const clock = manualClock({ onAdvance: (ms) => faked.advance(ms) })
+    const gate = new ToolExecutor({ clock })
+    gate.register({ name: 'stream', timeoutMs: 60_000, idleTimeoutMs: 5_000, handler: progressThenSilence(3, { everyMs: 4_000, clock: faked }) })
+    let result
+    const turn = gate.execute([{ name: 'stream' }]).then(([r]) => { result = r })
+    await clock.advance(12_000) // progress every 4 s on the other clock, in one move: never 5 s of silence
+    assert.equal(result, undefined)
+    await clock.advance(5_100)
+    await within(turn, 5_000, 'the turn')
+    assertFailure(result, 'idle_timeout')
+    await gate.close()
+  })
+
   it('tells onAdvance of every move, and refuses what cannot work', async () => {
     const moves = []
-    const clock = manualClock({ now: 1_000, onAdvance: (ms) => moves.push(ms) })
+    const clock = manualClock({ now: 1_000, onAdvance: (ms) => moves.push(ms), tieStepMs: 1_000 })
     let fired = 0
     clock.setTimeout(() => fired++, 500)
     await clock.advance(2_000)
-    assert.deepEqual([clock.now(), fired, moves], [3_000, 1, [500, 1_500]])
+    assert.deepEqual([clock.now(), fired, moves], [3_000, 1, [500, 1_000, 500]], 'to the timer, then in slices of at most tieStepMs')
     await assert.rejects(clock.advance(-1), /ms must be a finite number ≥ 0/)
     assert.throws(() => new ToolExecutor({ clock: { now: () => 0 } }), /clock must be a clock of toolgate\/testing/)
     assert.throws(() => manualClock({ onAdvance: 5 }), /onAdvance must be a function/)
+    assert.throws(() => manualClock({ tieStepMs: 0 }), /tieStepMs must be a positive number/)
   })
 })
 

@@ -374,13 +374,20 @@ describe('runAgentLoop', () => {
     })
   })
 
-  it('passes the signal to every turn', async (t) => {
+  it('passes the signal to every turn, and asks the model nothing once it aborted', async (t) => {
     const { gate, lookup } = toolsGate(t)
     const controller = new AbortController()
-    controller.abort(new Error('stopped before it began'))
-    const run = await runAgentLoop(gate, scriptedModel([SCRIPT[0], 'Stopped.']), { format: 'ai-sdk', signal: controller.signal })
-    for (const result of run.turns[0].results) expectResult(result).toFailWith('cancelled', 'stopped before it began')
-    assert.equal(lookup.calls.length, 0)
+    const model = scriptedModel([SCRIPT[0], SCRIPT[0], 'Stopped.'])
+    const respond = model.respond.bind(model)
+    model.respond = async (messages, options) => {
+      const turn = await respond(messages, options)
+      if (model.requests.length === 1) controller.abort(new Error('the user stopped it'))
+      return turn
+    }
+    await assert.rejects(runAgentLoop(gate, model, { format: 'ai-sdk', signal: controller.signal }), { message: 'the user stopped it' })
+    assert.equal(model.requests.length, 1, 'no turn after the abort')
+    assert.equal(lookup.calls.length, 0, "the aborted turn's calls were cancelled")
+    await assert.rejects(runAgentLoop(gate, scriptedModel(['x']), { format: 'ai-sdk', maxTurns: 0 }), { name: 'TypeError', message: /maxTurns must be a positive integer/ })
   })
 
   it('gives up after maxTurns turns that all called tools', async (t) => {

@@ -110,7 +110,26 @@ class ToolExecutor {
 
   /** Every deadline the engine keeps, and the executor's own waits, run on a clock a test moves. */
   #onClock(hooks) {
-    this.#timers = { setTimeout: hooks.setTimeout, clearTimeout: hooks.clearTimeout }
+    // Its timers are tracked: `close()` clears them, so that the clock holds nothing of a closed executor.
+    const waits = new Set()
+    this.#timers = {
+      setTimeout: (fn, ms) => {
+        const id = hooks.setTimeout(() => {
+          waits.delete(id)
+          fn()
+        }, ms)
+        waits.add(id)
+        return id
+      },
+      clearTimeout: (id) => {
+        waits.delete(id)
+        hooks.clearTimeout(id)
+      },
+      clearAll: () => {
+        for (const id of waits) hooks.clearTimeout(id)
+        waits.clear()
+      },
+    }
     this.#clockDriver = {
       nextDeadlineMs: () => (this.#closed ? null : this.#engine.nextDeadlineMs()),
       advance: (ms) => {
@@ -291,6 +310,7 @@ class ToolExecutor {
       this.#onIdle = null
     }
     this.#guard(() => this.#engine.removeArtifacts())
+    this.#timers.clearAll?.()
     this.#observers?.auditSink?.close()
     const stillRunning = this.pendingHandlers()
     // Handlers that never settle are the application's to find in `stillRunning`; the executor lets them go.

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use napi::bindgen_prelude::{BufferSlice, Function, Result};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
@@ -102,6 +102,10 @@ impl Engine {
         let Some(clock) = self.manual.as_mut() else { return Err(fail("advanceClock: this engine runs on the system clock".into())) };
         let by = toolgate_core::timer::seconds(ms / 1000.0);
         clock.now = toolgate_core::timer::after(clock.now, by);
+        // A move to the deadline `next_deadline_ms` named lands on it: ms as a double may fall a few ns short.
+        if let Some(next) = self.inner.deadlines().next().filter(|&at| at > clock.now && at - clock.now < Duration::from_micros(1)) {
+            clock.now = next;
+        }
         clock.wall = clock.wall.checked_add(by).unwrap_or(clock.wall);
         self.inner.set_clock(clock.wall);
         self.expire(env)

@@ -12,6 +12,8 @@ const CLOCK = Symbol.for('toolgate.clock')
 /** Real turns of the event loop after each step, for what it set off (a handler's abort, a settlement, a retry's
  * start) to run and arm what comes next. */
 const TURNS_PER_STEP = 5
+/** How far a clock tied to other clocks (`onAdvance`) moves at once by default, in ms. */
+const TIE_STEP_MS = 100
 /** More due moments than this in one `advance` is a loop that re-arms at once (a retry without backoff, forever). */
 const MAX_STEPS = 100_000
 
@@ -25,18 +27,22 @@ class ManualClock {
   #now
   /** The executors on this clock, held weakly: a test that drops one does not keep it. */
   #drivers = new Set()
-  /** Timers set on the clock (`setTimeout`, `sleep`), by id, run when it passes their time. */
+  /** Timers set on the clock (`setTimeout`, `sleep`), by id, with the ms left until each runs: kept relative, so
+   * that a clock started at `Date.now()` (where a double resolves only a fraction of a µs) still reaches them. */
   #timers = new Map()
   #nextTimer = 1
   #onAdvance
+  #tieStepMs
   /** The advance under way: the next one starts after it. */
   #queue = Promise.resolve()
 
-  constructor({ now = 0, onAdvance } = {}) {
+  constructor({ now = 0, onAdvance, tieStepMs = TIE_STEP_MS } = {}) {
     if (!Number.isFinite(now)) throw new TypeError('manualClock({ now }): now must be a finite number of ms')
     if (onAdvance !== undefined && typeof onAdvance !== 'function') throw new TypeError('manualClock({ onAdvance }): onAdvance must be a function (ms) => void')
+    if (!(Number.isFinite(tieStepMs) && tieStepMs > 0)) throw new TypeError('manualClock({ tieStepMs }): tieStepMs must be a positive number of ms')
     this.#now = now
     this.#onAdvance = onAdvance
+    this.#tieStepMs = tieStepMs
   }
 
   /** The clock's time, in ms (what `now` it was made with, plus every advance). */
@@ -44,11 +50,13 @@ class ManualClock {
     return this.#now
   }
 
-  /** Runs `fn` once the clock has been moved `ms` on. Returns an id for `clearTimeout`. */
+  /** Runs `fn` once the clock has been moved `ms` on (a wait that never ends, `Infinity`, never runs). Returns an
+   * id for `clearTimeout`. */
   setTimeout(fn, ms = 0, ...args) {
     if (typeof fn !== 'function') throw new TypeError('clock.setTimeout(fn, ms): fn must be a function')
     const id = this.#nextTimer++
-    this.#timers.set(id, { at: this.#now + Math.max(0, Number(ms) || 0), fn, args })
+    const left = Math.max(0, Number(ms) || 0)
+    if (Number.isFinite(left)) this.#timers.set(id, { left, fn, args })
     return id
   }
 
@@ -79,43 +87,59 @@ class ManualClock {
    */
   advance(ms) {
     if (!(Number.isFinite(ms) && ms >= 0)) return Promise.reject(new TypeError(`clock.advance(ms): ms must be a finite number ≥ 0; got ${String(ms)}`))
-    const run = this.#queue.then(() => this.#advanceBy(ms))
+    return this.#queued(() => this.#advanceBy(ms))
+  }
+
+  /** Moves the clock to the next due moment, however far (nothing is due: it stays). Resolves to how far it moved. */
+  next() {
+    return this.#queued(async () => {
+      await settle()
+      const due = this.#nextDueIn()
+      if (due === undefined) return 0
+      await this.#advanceBy(due)
+      return due
+    })
+  }
+
+  #queued(job) {
+    const run = this.#queue.then(job)
     this.#queue = run.catch(() => {})
     return run
   }
 
-  /** Moves the clock to the next due moment, however far (nothing is due: it stays). Resolves to how far it moved. */
-  async next() {
-    await settle()
-    const due = this.#nextDue()
-    if (due === undefined) return 0
-    const moved = due - this.#now
-    await this.advance(moved)
-    return moved
-  }
-
   async #advanceBy(ms) {
-    const target = this.#now + ms
+    let left = ms
     await settle() // what was set off before, a turn begun, arms its deadlines first
     for (let steps = 0; ; steps++) {
       if (steps === MAX_STEPS) throw new Error(`clock.advance: more than ${MAX_STEPS} due moments within ${ms} ms; something re-arms at once`)
-      const due = this.#nextDue()
-      if (due === undefined || due > target) break
-      await this.#step(due - this.#now)
+      const due = this.#nextDueIn()
+      if (due === undefined || due > left) break
+      await this.#step(due)
+      left -= due
     }
-    if (target > this.#now) await this.#step(target - this.#now)
+    if (left > 0) await this.#step(left)
   }
 
-  /** One move: other clocks told first (a handler waiting on faked timers finishes before a limit it met falls
-   * due), then every executor and timer on this one, each move's JS work run before the next. */
+  /** One move. Tied to other clocks (`onAdvance`), it goes in slices of at most `tieStepMs`, each told to them
+   * first: what a handler does on faked timers (it answers, it reports progress) reaches the gate within a slice,
+   * before a limit it met falls due. */
   async #step(delta) {
-    if (this.#onAdvance && delta > 0) {
-      await this.#onAdvance(delta)
+    if (this.#onAdvance === undefined || delta === 0) return this.#move(delta)
+    for (let left = delta; left > 0;) {
+      const slice = Math.min(left, this.#tieStepMs)
+      await this.#onAdvance(slice)
       await settle()
+      await this.#move(slice)
+      left -= slice
     }
+  }
+
+  /** Every executor and timer on this clock moved `delta` on, and the work that sets off run. */
+  async #move(delta) {
     this.#now += delta
     for (const driver of this.#live()) driver.advance(delta)
-    const due = [...this.#timers].filter(([, t]) => t.at <= this.#now).sort(([a, x], [b, y]) => x.at - y.at || a - b)
+    for (const timer of this.#timers.values()) timer.left -= delta
+    const due = [...this.#timers].filter(([, t]) => t.left <= 0).sort(([a, x], [b, y]) => x.left - y.left || a - b)
     for (const [id, timer] of due) {
       // An earlier timer of this step may have cleared it.
       if (!this.#timers.delete(id)) continue
@@ -124,14 +148,14 @@ class ManualClock {
     await settle()
   }
 
-  /** The earliest moment anything is due, on this clock; undefined when nothing is. */
-  #nextDue() {
+  /** How far off, in ms, the earliest thing due on this clock is; undefined when nothing is. */
+  #nextDueIn() {
     let due
     for (const driver of this.#live()) {
       const ms = driver.nextDeadlineMs()
-      if (ms !== null && (due === undefined || this.#now + ms < due)) due = this.#now + ms
+      if (ms !== null && (due === undefined || ms < due)) due = ms
     }
-    for (const timer of this.#timers.values()) if (due === undefined || timer.at < due) due = timer.at
+    for (const timer of this.#timers.values()) if (due === undefined || timer.left < due) due = Math.max(0, timer.left)
     return due
   }
 
@@ -153,9 +177,9 @@ class ManualClock {
   }
 }
 
-/** A clock for `new ToolExecutor({ clock })` that only tests move. `onAdvance(ms)` is told of every move, and
- * awaited, before the gate's time moves: pass vitest's `(ms) => vi.advanceTimersByTimeAsync(ms)` to move faked
- * timers along, handlers that wait on them finishing first. */
+/** A clock for `new ToolExecutor({ clock })` that only tests move. `onAdvance(ms)` is told of every move, in slices
+ * of at most `tieStepMs`, and awaited before the gate's time moves: pass vitest's
+ * `(ms) => vi.advanceTimersByTimeAsync(ms)` to move faked timers along. */
 function manualClock(options) {
   return new ManualClock(options)
 }

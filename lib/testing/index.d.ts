@@ -7,6 +7,9 @@ export interface ManualClockOptions {
   /** Told of every move, in ms, and awaited before the gate's time moves: `(ms) => vi.advanceTimersByTimeAsync(ms)`
    * moves vitest's faked timers along, so that a handler waiting on them finishes before a limit it met. */
   onAdvance?: (ms: number) => void | PromiseLike<unknown>
+  /** With `onAdvance`: the longest slice the clock moves at once, in ms (what a handler does on the faked timers
+   * reaches the gate within a slice). Default 100. */
+  tieStepMs?: number
 }
 
 /** Time that tests control: pass it as `new ToolExecutor({ clock })`; nothing on it falls due until it is moved. */

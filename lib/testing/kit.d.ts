@@ -117,11 +117,12 @@ export interface ModelTurn {
 }
 /** What `runAgentLoop` asks for turns. */
 export interface AgentModel {
-  respond(messages: unknown[]): ModelTurn | PromiseLike<ModelTurn>
+  /** `signal`: the run's, for a model that can stop early. */
+  respond(messages: unknown[], options?: { signal?: AbortSignal }): ModelTurn | PromiseLike<ModelTurn>
 }
 export interface ScriptedModel extends AgentModel {
   /** The next turn of the script; rejects when the script is exhausted. */
-  respond(messages: unknown[]): Promise<ModelTurn>
+  respond(messages: unknown[], options?: { signal?: AbortSignal }): Promise<ModelTurn>
   /** A deep copy of the messages of every request, in order (the one that found the script exhausted too). */
   readonly requests: unknown[][]
 }

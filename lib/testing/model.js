@@ -87,6 +87,7 @@ const FORMATS = {
  * result pair up (a call without an id gets the one the gate generated).
  */
 async function runAgentLoop(gate, model, { format, context, signal, maxTurns = 20, prompt = 'Go.' } = {}) {
+  if (!(Number.isInteger(maxTurns) && maxTurns > 0)) throw new TypeError(`runAgentLoop: maxTurns must be a positive integer; got ${String(maxTurns)}`)
   if (!Object.hasOwn(FORMATS, format)) {
     throw new TypeError(`runAgentLoop: format must be one of ${Object.keys(FORMATS).join(', ')}; got ${String(format)}`)
   }
@@ -94,7 +95,9 @@ async function runAgentLoop(gate, model, { format, context, signal, maxTurns = 2
   const transcript = [{ role: 'user', content: prompt }]
   const turns = []
   for (let asked = 0; asked < maxTurns; asked++) {
-    const { calls, text } = await model.respond(transcript)
+    // An aborted run asks the model nothing more: what its turns would run could only be cancelled.
+    signal?.throwIfAborted()
+    const { calls, text } = await model.respond(transcript, { signal })
     if (calls.length === 0) {
       transcript.push(...shape.assistant(text, []))
       return { transcript, turns, text }
