@@ -8,7 +8,8 @@ const assert = require('node:assert/strict')
 const FakeTimers = require('@sinonjs/fake-timers')
 const { ToolExecutor, RetryableError } = require('..')
 const { manualClock, hangs, flaky, progressThenSilence, ok } = require('toolgate/testing')
-const { assertFailure, assertSuccess } = require('./helpers')
+const { spawnSync } = require('node:child_process')
+const { assertFailure, assertSuccess, lastJsonLine } = require('./helpers')
 
 // The test's own real timers, taken before any test fakes them.
 const { setTimeout: realTimeout, setImmediate: realImmediate } = require('node:timers')
@@ -195,6 +196,43 @@ describe('manualClock', () => {
     assert.throws(() => new ToolExecutor({ clock: { now: () => 0 } }), /clock must be a clock of toolgate\/testing/)
     assert.throws(() => manualClock({ onAdvance: 5 }), /onAdvance must be a function/)
     assert.throws(() => manualClock({ tieStepMs: 0 }), /tieStepMs must be a positive number/)
+  })
+})
+
+describe('manualClock and garbage collection', () => {
+  /** Runs `script` in a child Node with --expose-gc (cwd: this folder, so `require('..')` is the package). */
+  const gcChild = (script) => spawnSync(process.execPath, ['--expose-gc', '-e', script], { cwd: __dirname, encoding: 'utf8', timeout: 20_000 })
+  const collect = `const collected = async () => { for (let i = 0; i < 5; i++) { global.gc(); await new Promise((r) => setImmediate(r)) } }`
+
+  it('holds an executor with a turn open while its clock lives, so a turn of a dropped executor still ends', () => {
+    const child = gcChild(`
+      const { ToolExecutor } = require('..')
+      const { manualClock, hangs } = require('toolgate/testing')
+      ${collect}
+      const clock = manualClock()
+      const turn = new ToolExecutor({ clock }).register({ name: 'wait', timeoutMs: 1000, handler: hangs() }).execute([{ name: 'wait' }])
+      collected().then(() => clock.advance(1000)).then(() => turn).then(([r]) => console.log(JSON.stringify({ kind: r.errorKind })))`)
+    assert.equal(child.status, 0, child.stderr)
+    assert.deepEqual(lastJsonLine(child.stdout), { kind: 'timeout' })
+  })
+
+  it('lets an executor and its clock go together when a test drops both with a turn open', () => {
+    const child = gcChild(`
+      const { ToolExecutor } = require('..')
+      const { manualClock, hangs } = require('toolgate/testing')
+      ${collect}
+      let gone = 0
+      const registry = new FinalizationRegistry(() => { gone++ })
+      ;(() => {
+        const clock = manualClock()
+        const gate = new ToolExecutor({ clock }).register({ name: 'wait', handler: hangs() })
+        gate.execute([{ name: 'wait' }])
+        registry.register(gate, 'gate')
+        registry.register(clock, 'clock')
+      })()
+      collected().then(() => console.log(JSON.stringify({ gone })))`)
+    assert.equal(child.status, 0, child.stderr)
+    assert.deepEqual(lastJsonLine(child.stdout), { gone: 2 })
   })
 })
 

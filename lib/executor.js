@@ -84,8 +84,11 @@ class ToolExecutor {
   /** The timers of the executor's own waits on JS work (an edited approval's checks): the real ones, or a manual
    * clock's. */
   #timers = { setTimeout, clearTimeout }
-  /** What a manual clock moves, held here so that the clock, which holds it weakly, lets a dropped executor go. */
+  /** What a manual clock moves, held here so that the clock, which holds it weakly, lets a dropped executor go.
+   * While a turn is open the clock holds it strongly instead of `live`: only the clock can end such a turn, so a
+   * test that drops both lets both go. */
   #clockDriver
+  #clockHooks
 
   /** @param {import('./index').ExecutorOptions} [options] */
   constructor(options = {}) {
@@ -110,6 +113,7 @@ class ToolExecutor {
 
   /** Every deadline the engine keeps, and the executor's own waits, run on a clock a test moves. */
   #onClock(hooks) {
+    this.#clockHooks = hooks
     // Its timers are tracked: `close()` clears them, so that the clock holds nothing of a closed executor.
     const waits = new Set()
     this.#timers = {
@@ -370,6 +374,7 @@ class ToolExecutor {
       this.#turns.set(turn.id, turn)
       live.set(this.#engine.id, this.#wakeDriver)
       this.#guard(() => this.#applyStep(step))
+      this.#releaseIfIdle()
     })
   }
 
@@ -382,7 +387,11 @@ class ToolExecutor {
   }
 
   #releaseIfIdle() {
-    if (this.#turns.size === 0 && this.#crossing.size === 0 && !this.#engine.holding) live.delete(this.#engine.id)
+    const turnsOpen = this.#turns.size > 0
+    if (this.#clockDriver) this.#clockHooks.hold(this.#clockDriver, turnsOpen)
+    // On a manual clock no deadline wakes the engine: only a value shaped on another thread does.
+    const waiting = (turnsOpen && !this.#clockDriver) || this.#crossing.size > 0 || this.#engine.holding
+    if (!waiting) live.delete(this.#engine.id)
   }
 
   /** An engine call of the turn machinery, and the step it answers applied. */
@@ -643,6 +652,7 @@ class ToolExecutor {
     if (this.#runs.get(run) !== call) return this.#lateSettlement(run, kind === 'thrown' ? 'rejected' : 'resolved')
     this.#runs.delete(run)
     this.#crossing.set(run, call)
+    live.set(this.#engine.id, this.#wakeDriver) // a value shaped on another thread wakes the engine when done
     if (typeof payload === 'string') return this.#sendInSlices(run, kind, payload, 0)
     this.#drive(() => this.#engine.completeBytes(run, kind, payload))
     this.#crossed(run)

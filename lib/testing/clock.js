@@ -25,8 +25,10 @@ async function settle() {
 
 class ManualClock {
   #now
-  /** The executors on this clock, held weakly: a test that drops one does not keep it. */
+  /** The executors on this clock, held weakly: a test that drops one does not keep it. Those with a turn open are
+   * also held strongly (`#busy`): only this clock can end their turns. */
   #drivers = new Set()
+  #busy = new Set()
   /** Timers set on the clock (`setTimeout`, `sleep`), by id, with the ms left until each runs: kept relative, so
    * that a clock started at `Date.now()` (where a double resolves only a fraction of a µs) still reaches them. */
   #timers = new Map()
@@ -171,6 +173,7 @@ class ManualClock {
   get [CLOCK]() {
     return {
       attach: (driver) => { this.#drivers.add(new WeakRef(driver)) },
+      hold: (driver, busy) => { if (busy) this.#busy.add(driver); else this.#busy.delete(driver) },
       setTimeout: (fn, ms) => this.setTimeout(fn, ms),
       clearTimeout: (id) => this.clearTimeout(id),
     }
