@@ -224,6 +224,17 @@ describe('mountMcp over @modelcontextprotocol/server-everything', () => {
     assert.match(r.ref.output, /\[resource demo:\/\/resource\/dynamic\/text\/3 \(text\/plain\)\]\nResource 3: /)
   })
 
+  it('makes its isError answers handler errors in its words', async () => {
+    // A port nothing listens on: the server's own fetch fails at once, with no network needed.
+    const closed = http.createServer()
+    await new Promise((resolve) => closed.listen(0, '127.0.0.1', resolve))
+    const { port } = closed.address()
+    await new Promise((resolve) => closed.close(resolve))
+    const [r] = await gate.execute([{ name: 'ev__gzip-file-as-resource', arguments: { name: 'x.gz', data: `http://127.0.0.1:${port}/nothing` } }])
+    assertFailure(r, 'handler_error', 'Tool "ev__gzip-file-as-resource" failed: Error: fetch failed')
+    assert.equal(r.retryable, false)
+  })
+
   it('hands its progress to the gate\'s listeners and idle limit', async () => {
     const events = []
     const [r] = await gate.execute([{ id: 'long', name: 'ev__trigger-long-running-operation', arguments: { duration: 0.3, steps: 3 } }], {
