@@ -395,6 +395,19 @@ describe('mountMcp: what it reads off a server', () => {
     }
   })
 
+  it('mounts the first of two entries of one name, and says why the second is skipped', async () => {
+    const m = await mounted(['--duplicate', '--page-size', '100'], { prefix: 'fx', include: ['files.read'] })
+    try {
+      const mount = await m.mount()
+      await mount.refresh() // the same listing again changes nothing
+      assert.deepEqual(mount.tools, [{ name: 'fx__files_read', mcpName: 'files.read' }])
+      assert.deepEqual(mount.skipped.filter((skip) => skip.mcpName === 'files.read'), [{ mcpName: 'files.read', reason: 'the server lists it twice; its first entry is mounted' }])
+      assertSuccess((await run(m.gate, [['r', 'fx__files_read', { path: 'p' }]])).r)
+    } finally {
+      await m.close()
+    }
+  })
+
   it('leaves the gate untouched when the application\'s tools option throws', async () => {
     const m = await mounted([], {})
     try {

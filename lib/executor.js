@@ -297,6 +297,7 @@ class ToolExecutor {
 
   async #close(options) {
     this.#closed = true
+    this.#timers.clearAll?.()
     const timeoutMs = options?.timeoutMs ?? CLOSE_TIMEOUT_MS
     for (const turn of this.#turns.values()) turn.abortReason = new DOMException('The tool executor was closed', 'AbortError')
     this.#sendSettled()
@@ -314,7 +315,6 @@ class ToolExecutor {
       this.#onIdle = null
     }
     this.#guard(() => this.#engine.removeArtifacts())
-    this.#timers.clearAll?.()
     this.#observers?.auditSink?.close()
     const stillRunning = this.pendingHandlers()
     // Handlers that never settle are the application's to find in `stillRunning`; the executor lets them go.
@@ -388,7 +388,8 @@ class ToolExecutor {
 
   #releaseIfIdle() {
     const turnsOpen = this.#turns.size > 0
-    if (this.#clockDriver) this.#clockHooks.hold(this.#clockDriver, turnsOpen)
+    // `hold?.`: a clock of an older copy of the package (the symbol is global) offers only `attach`.
+    if (this.#clockDriver) this.#clockHooks.hold?.(this.#clockDriver, turnsOpen)
     // On a manual clock no deadline wakes the engine: only a value shaped on another thread does.
     const waiting = (turnsOpen && !this.#clockDriver) || this.#crossing.size > 0 || this.#engine.holding
     if (!waiting) live.delete(this.#engine.id)

@@ -97,8 +97,12 @@ function escapeRegExp(text) {
 function mappedName(prefix, mcpName, taken) {
   const base = `${prefix ? `${prefix}__` : ''}${mcpName.replace(NAME_CHARS, '_')}`
   if (base.length <= MAX_NAME && !taken.has(base)) return base
-  const hash = createHash('sha256').update(mcpName).digest('hex').slice(0, 8)
-  return `${base.slice(0, MAX_NAME - hash.length - 1)}_${hash}`
+  // A hash taken too (another tool's name happens to end in it) is salted until it is free.
+  for (let salt = 0; ; salt++) {
+    const hash = createHash('sha256').update(salt === 0 ? mcpName : `${mcpName}#${salt}`).digest('hex').slice(0, 8)
+    const name = `${base.slice(0, MAX_NAME - hash.length - 1)}_${hash}`
+    if (!taken.has(name)) return name
+  }
 }
 
 class McpMount {
@@ -251,8 +255,10 @@ class McpMount {
     const previous = this.#tools
     const skipped = []
     const usable = []
+    const seen = new Set()
     for (const [at, tool] of listed.entries()) {
-      const problem = unusable(tool)
+      const problem = unusable(tool) ?? (seen.has(tool.name) ? 'the server lists it twice; its first entry is mounted' : undefined)
+      if (typeof tool?.name === 'string') seen.add(tool.name)
       if (problem) skipped.push({ at, mcpName: describeName(tool?.name), reason: problem })
       else if (this.#options.include(tool) && !this.#options.exclude(tool)) usable.push({ at, tool })
     }
@@ -334,6 +340,9 @@ class McpMount {
     const { ResultSchema } = this.#sdk.types
     return async (args, ctx) => {
       let result
+      // The transport the call goes out on: a different one (or none) when it fails means the connection closed on
+      // it, even when the application reconnected within its onclose.
+      const transport = client.transport
       try {
         result = await client.request({ method: 'tools/call', params: { name: mcpName, arguments: args } }, ResultSchema, {
           signal: ctx.signal,
@@ -342,7 +351,7 @@ class McpMount {
         })
       } catch (err) {
         if (ctx.signal.aborted) throw err // the gate has answered the call already
-        throw requestFailure(err, server, client, safeToRepeat)
+        throw requestFailure(err, server, client.transport !== transport, safeToRepeat)
       }
       return toolValue(result, server, hasOutputSchema)
     }
@@ -388,11 +397,11 @@ function declarations(annotations) {
 /** A request that failed before the server answered it, as the handler's failure. A connection that closed on
  * it is retryable only for a tool that is safe to repeat: it may have run. A closed client never reconnects by
  * itself, so a call it could not send is final. */
-function requestFailure(err, server, client, safeToRepeat) {
+function requestFailure(err, server, connectionClosed, safeToRepeat) {
   const message = typeof err?.message === 'string' ? err.message : describeName(err)
   if (message === 'Not connected') return Object.assign(new Error(`MCP server "${server}" is not connected (the call was not sent)`), { retryable: false, cause: err })
   // The SDK's own code for a close; a server may send that code for its own reasons, while its client stays open.
-  if (err?.code === CONNECTION_CLOSED && client.transport === undefined) {
+  if (err?.code === CONNECTION_CLOSED && connectionClosed) {
     const why = `MCP server "${server}" closed the connection before answering (the call may have run: check before repeating a change)`
     return safeToRepeat ? new RetryableError(why, { cause: err }) : Object.assign(new Error(why, { cause: err }), { retryable: false })
   }
@@ -402,9 +411,12 @@ function requestFailure(err, server, client, safeToRepeat) {
     return Object.assign(new Error(`MCP server "${server}" refused the call: ${said}`), { code: err.code, retryable: false })
   }
   // A transport that failed on the way: an HTTP status (the SDK's HTTP error carries it as its code) or a socket
-  // code says whether another attempt may work.
+  // code says whether another attempt may work, for a tool safe to repeat (a 502 or a reset may follow a call that
+  // ran).
   const status = Number.isInteger(err?.code) ? err.code : undefined
-  return Object.assign(new Error(`MCP server "${server}" could not be reached: ${message}`), { code: status === undefined ? err?.code : undefined, status, cause: err })
+  return Object.assign(new Error(`MCP server "${server}" could not be reached: ${message}`), {
+    code: status === undefined ? err?.code : undefined, status, cause: err, ...(safeToRepeat ? {} : { retryable: false }),
+  })
 }
 
 /** What the server answered, as the handler's value: `isError` is a failure, `structuredContent` the structure,

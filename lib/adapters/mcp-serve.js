@@ -7,6 +7,7 @@
 
 const { randomUUID } = require('node:crypto')
 const { readFile } = require('node:fs/promises')
+const { finished } = require('node:stream')
 // Taken at load: a test that fakes the global timers must not keep sessions open or close them early.
 const { setTimeout, clearTimeout } = require('node:timers')
 
@@ -216,18 +217,24 @@ function mcpHttpHandler(sdk, gate, options = {}) {
     clearTimeout(session.idle)
     session.server.close().catch(() => {})
   }
-  /** A session used now: the most recently used, and idle only once no request of it is open. */
+  /** A session used now: the most recently used. */
   const touch = (id, session) => {
     sessions.delete(id)
     sessions.set(id, session)
+    idleAfter(id, session)
+  }
+  /** It closes after `sessionIdleMs` without use, unless a request of it is still open then (a long call, the
+   * client's event stream): looking again later is no use, and leaves its place among the least recently used. */
+  const idleAfter = (id, session) => {
     clearTimeout(session.idle)
-    session.idle = setTimeout(() => (session.open > 0 ? touch(id, session) : end(id)), sessionIdleMs)
+    session.idle = setTimeout(() => (session.open > 0 ? idleAfter(id, session) : end(id)), sessionIdleMs)
     session.idle.unref()
   }
   /** One request of a session: it is busy until the answer's stream closes, and used then. */
   const serve = async (session, req, res, parsedBody) => {
     session.open++
-    res.once('close', () => {
+    // `finished` also answers for a response already closed (the client left while a body parser ran).
+    finished(res, () => {
       session.open--
       const id = session.transport.sessionId
       if (id !== undefined && sessions.get(id) === session) touch(id, session)

@@ -109,30 +109,25 @@ class ManualClock {
     return run
   }
 
+  /** Moves `ms` on: each move to the next due moment, tied to other clocks (`onAdvance`) in slices of at most
+   * `tieStepMs`, each told to them first (what a handler does on faked timers, it answers or reports progress,
+   * reaches the gate within a slice, before a limit it met falls due). Each move looks again at what is due: what
+   * the one before armed (a retry's backoff) falls due at its own time. */
   async #advanceBy(ms) {
     let left = ms
     await settle() // what was set off before, a turn begun, arms its deadlines first
     for (let steps = 0; ; steps++) {
       if (steps === MAX_STEPS) throw new Error(`clock.advance: more than ${MAX_STEPS} due moments within ${ms} ms; something re-arms at once`)
       const due = this.#nextDueIn()
-      if (due === undefined || due > left) break
-      await this.#step(due)
-      left -= due
-    }
-    if (left > 0) await this.#step(left)
-  }
-
-  /** One move. Tied to other clocks (`onAdvance`), it goes in slices of at most `tieStepMs`, each told to them
-   * first: what a handler does on faked timers (it answers, it reports progress) reaches the gate within a slice,
-   * before a limit it met falls due. */
-  async #step(delta) {
-    if (this.#onAdvance === undefined || delta === 0) return this.#move(delta)
-    for (let left = delta; left > 0;) {
-      const slice = Math.min(left, this.#tieStepMs)
-      await this.#onAdvance(slice)
-      await settle()
-      await this.#move(slice)
-      left -= slice
+      if (left === 0 && due !== 0) return
+      let step = Math.min(left, due ?? Infinity)
+      if (this.#onAdvance !== undefined) step = Math.min(step, this.#tieStepMs)
+      if (step > 0 && this.#onAdvance !== undefined) {
+        await this.#onAdvance(step)
+        await settle()
+      }
+      await this.#move(step)
+      left -= step
     }
   }
 
