@@ -93,9 +93,10 @@ class ToolExecutor {
   /** @param {import('./index').ExecutorOptions} [options] */
   constructor(options = {}) {
     if (options === null || typeof options !== 'object') throw new TypeError('new ToolExecutor(options): options must be an object')
-    const { clock, ...rest } = options
-    const engineOptions = pick(rest, [...ENGINE_OPTIONS, ...LISTENER_OPTIONS, ...OBSERVER_OPTIONS, 'clock'], 'ToolExecutor options')
-    const clockHooks = clock === undefined ? undefined : clock?.[CLOCK]
+    const engineOptions = pick(options, [...ENGINE_OPTIONS, ...LISTENER_OPTIONS, ...OBSERVER_OPTIONS, 'clock'], 'ToolExecutor options')
+    const { clock } = engineOptions
+    delete engineOptions.clock
+    const clockHooks = clock?.[CLOCK]
     if (clock !== undefined && typeof clockHooks?.attach !== 'function') {
       throw new TypeError('ToolExecutor options: clock must be a clock of toolgate/testing (manualClock())')
     }

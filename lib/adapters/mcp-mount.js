@@ -295,8 +295,9 @@ class McpMount {
   #names(mcpNames) {
     const names = new Map()
     const taken = new Set()
+    const listed = new Set(mcpNames)
     for (const { name, mcpName } of this.#tools.values()) {
-      if (mcpNames.includes(mcpName) && !names.has(mcpName)) {
+      if (listed.has(mcpName) && !names.has(mcpName)) {
         names.set(mcpName, name)
         taken.add(name)
       }

@@ -23,6 +23,23 @@ async function settle() {
   for (let i = 0; i < TURNS_PER_STEP; i++) await turnOfTheLoop()
 }
 
+/** Resolves after `ms` on `timers` (their `setTimeout`/`clearTimeout`); rejects with the signal's reason when it
+ * aborts first. */
+function sleepOn(timers, ms, signal) {
+  if (signal?.aborted) return Promise.reject(signal.reason)
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      timers.clearTimeout(id)
+      reject(signal.reason)
+    }
+    const id = timers.setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort)
+      resolve()
+    }, ms)
+    signal?.addEventListener('abort', onAbort, { once: true })
+  })
+}
+
 class ManualClock {
   #now
   /** The executors on this clock, held weakly: a test that drops one does not keep it. Those with a turn open are
@@ -68,18 +85,7 @@ class ManualClock {
 
   /** Resolves once the clock has been moved `ms` on; rejects with the signal's reason when it aborts first. */
   sleep(ms, signal) {
-    if (signal?.aborted) return Promise.reject(signal.reason)
-    return new Promise((resolve, reject) => {
-      const onAbort = () => {
-        this.clearTimeout(id)
-        reject(signal.reason)
-      }
-      const id = this.setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort)
-        resolve()
-      }, ms)
-      signal?.addEventListener('abort', onAbort, { once: true })
-    })
+    return sleepOn(this, ms, signal)
   }
 
   /**
@@ -182,4 +188,4 @@ function manualClock(options) {
   return new ManualClock(options)
 }
 
-module.exports = { manualClock, ManualClock }
+module.exports = { manualClock, ManualClock, sleepOn }

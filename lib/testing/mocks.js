@@ -7,6 +7,7 @@
 const { setTimeout: realSetTimeout, clearTimeout: realClearTimeout } = require('node:timers')
 const realNow = Date.now
 const { RetryableError } = require('../../index.js')
+const { sleepOn } = require('./clock.js')
 
 /** A promise that rejects with the signal's reason once it is aborted. */
 function untilAborted(signal) {
@@ -18,20 +19,7 @@ function untilAborted(signal) {
 
 /** The clock of a mock given none: real timers, the signal honoured. */
 const REAL_CLOCK = {
-  sleep(ms, signal) {
-    return new Promise((resolve, reject) => {
-      if (signal.aborted) return reject(signal.reason)
-      const onAbort = () => {
-        realClearTimeout(timer)
-        reject(signal.reason)
-      }
-      const timer = realSetTimeout(() => {
-        signal.removeEventListener('abort', onAbort)
-        resolve()
-      }, ms)
-      signal.addEventListener('abort', onAbort, { once: true })
-    })
-  },
+  sleep: (ms, signal) => sleepOn({ setTimeout: realSetTimeout, clearTimeout: realClearTimeout }, ms, signal),
 }
 
 /**
