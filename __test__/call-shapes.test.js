@@ -119,4 +119,52 @@ describe('call shapes', () => {
     assertSuccess(results[3])
     assert.equal(calls.echo, 1)
   })
+  it('reads Gemini functionCall parts, Bedrock toolUse blocks, LangChain ToolCalls and MCP tools/call params', async () => {
+    const { gate } = echoGate()
+    const calls = [
+      // A Gemini model part: the call nested under functionCall, beside a thought signature; Gemini may send no id.
+      { functionCall: { id: 'gem_1', name: 'echo', args: { q: 'gemini' } }, thoughtSignature: 'c2lnbmF0dXJl' },
+      { functionCall: { name: 'echo', args: { q: 'gemini without id' } } },
+      // What the SDK's response.functionCalls lists: the FunctionCall itself.
+      { name: 'echo', args: { q: 'gemini functionCalls' } },
+      { toolUse: { toolUseId: 'tooluse_bedrock', name: 'echo', input: { q: 'bedrock' } } },
+      { id: 'lc_1', name: 'echo', args: { q: 'langchain' }, type: 'tool_call' },
+      { name: 'echo', arguments: { q: 'mcp' }, _meta: { progressToken: 'tok-7' } },
+      { name: 'echo', arguments: { q: 'mcp number' }, _meta: { progressToken: 8 } },
+    ]
+    const results = await gate.execute(calls)
+    const ids = results.map((r) => r.callId)
+    assert.deepEqual([ids[0], ...ids.slice(3)], ['gem_1', 'tooluse_bedrock', 'lc_1', 'tok-7', '8'])
+    assert.match(ids[1], GENERATED_ID)
+    assert.match(ids[2], GENERATED_ID)
+    const sent = ['gemini', 'gemini without id', 'gemini functionCalls', 'bedrock', 'langchain', 'mcp', 'mcp number']
+    results.forEach((r, i) => {
+      assertSuccess(r)
+      assert.equal(r.name, 'echo')
+      assert.deepEqual(r.metadata.structured, { args: { q: sent[i] }, callId: ids[i] }, 'the handler saw the id the result carries')
+    })
+  })
+
+  it('answers a call that names no tool in any shape with the shapes it reads, and its siblings run', async () => {
+    const { gate, calls } = echoGate()
+    const results = await gate.execute([
+      { text: 'Let me look that up.' },
+      { tool: 'echo', params: { q: 'x' } },
+      { functionCall: { args: { q: 'x' } } },
+      { toolUse: { toolUseId: 't1', input: {} } },
+      { id: 'ok', name: 'echo' },
+    ])
+    for (const r of results.slice(0, 4)) {
+      assertFailure(r, 'invalid_arguments', 'The tool call could not be read: it names no tool in any shape toolgate reads.',
+        'Anthropic tool_use', 'function_call', 'Chat Completions', 'AI SDK tool-call', 'Gemini { functionCall',
+        'Bedrock Converse { toolUse', 'LangChain', 'MCP tools/call')
+      assert.equal(r.attempts, 0)
+      assert.deepEqual(r.metadata.stages, ['lookup:invalid_arguments'])
+    }
+    assert.equal(results[3].callId, 't1', 'the id it did carry is kept, so the result pairs with the call')
+    assertSuccess(results[4])
+    assert.equal(calls.echo, 1)
+    // A name that is there but empty is a call in a known shape, naming a tool that is not registered.
+    assertFailure((await gate.execute([{ id: 'e', name: '' }]))[0], 'unknown_tool', 'The call names no tool.')
+  })
 })

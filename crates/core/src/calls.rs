@@ -49,6 +49,8 @@ struct WireCall<'a> {
     call_id: Option<&'a RawValue>,
     #[serde(rename = "toolCallId", default, borrow, deserialize_with = "present")]
     tool_call_id: Option<&'a RawValue>,
+    #[serde(rename = "toolUseId", default, borrow, deserialize_with = "present")]
+    tool_use_id: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
     id: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
@@ -61,12 +63,29 @@ struct WireCall<'a> {
     input: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
     args: Option<&'a RawValue>,
-    /// Chat Completions nests name and arguments here; the call's own fields come first.
-    #[serde(default, borrow, deserialize_with = "present")]
+    /// The object that holds the call's fields in Chat Completions (`function`), Gemini (`functionCall`) and
+    /// Bedrock Converse (`toolUse`); the call's own fields come first.
+    #[serde(alias = "functionCall", alias = "toolUse", default, borrow, deserialize_with = "present")]
     function: Option<&'a RawValue>,
+    /// MCP `tools/call` params: `_meta.progressToken` names the call when nothing else does.
+    #[serde(rename = "_meta", default, borrow, deserialize_with = "present")]
+    meta: Option<&'a RawValue>,
     #[serde(rename = "__toolgateUnserializable", default, borrow, deserialize_with = "present")]
     unserializable: Option<&'a RawValue>,
 }
+
+#[derive(Deserialize)]
+struct WireMeta<'a> {
+    #[serde(rename = "progressToken", default, borrow)]
+    progress_token: Option<&'a RawValue>,
+}
+
+/// What a call that names no tool in any shape is told: the shapes read, so the sender can see what it missed.
+pub const SHAPES: &str = "it names no tool in any shape toolgate reads. Send one of: Anthropic tool_use { id, name, input }; \
+OpenAI Responses function_call { call_id, name, arguments }; Chat Completions { id, function: { name, arguments } }; \
+AI SDK tool-call { toolCallId, toolName, input }; Gemini { functionCall: { id?, name, args } }; \
+Bedrock Converse { toolUse: { toolUseId, name, input } }; LangChain { id, name, args }; \
+MCP tools/call params { name, arguments }; or { id?, name, arguments? }";
 
 /// A field that is there, even as `null`: `"arguments": null` means no arguments, not "look at the next field".
 fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
@@ -89,7 +108,7 @@ fn read_call(item: &RawValue) -> IncomingCall {
     }
 }
 
-/// A call's own fields and those of its `function` object (Chat Completions), both read.
+/// A call's own fields and those of the object that nests them (`function`, `functionCall`, `toolUse`), both read.
 fn wire_call(text: &str) -> Result<(WireCall<'_>, WireCall<'_>), serde_json::Error> {
     let call: WireCall = serde_json::from_str(text)?;
     let function = match call.function.filter(|f| f.get().starts_with('{')) {
@@ -100,8 +119,11 @@ fn wire_call(text: &str) -> Result<(WireCall<'_>, WireCall<'_>), serde_json::Err
 }
 
 fn from_wire((call, function): (WireCall<'_>, WireCall<'_>)) -> IncomingCall {
-    let id = own_or_nested([call.call_id, call.tool_call_id, call.id], [function.call_id, function.tool_call_id, function.id]).into_iter().find_map(non_empty_string).unwrap_or_else(new_call_id);
-    let name = own_or_nested([call.name, call.tool_name, None], [function.name, function.tool_name, None]).into_iter().find_map(non_empty_string).unwrap_or_default();
+    let ids = own_or_nested([call.call_id, call.tool_call_id, call.tool_use_id, call.id], [function.call_id, function.tool_call_id, function.tool_use_id, function.id]);
+    let id = ids.into_iter().find_map(non_empty_string).or_else(|| call.meta.and_then(progress_token)).unwrap_or_else(new_call_id);
+    let names = own_or_nested([call.name, call.tool_name], [function.name, function.tool_name]);
+    let named = names.iter().any(Option::is_some);
+    let name = names.into_iter().find_map(non_empty_string).unwrap_or_default();
     let unreadable_why = call.unserializable.or(function.unserializable).map(|v| match json::from_str_mended::<Value>(v.get()) {
         Ok((Value::String(s), _)) => s,
         _ => v.get().to_string(),
@@ -114,7 +136,22 @@ fn from_wire((call, function): (WireCall<'_>, WireCall<'_>)) -> IncomingCall {
         Some(Err(e)) if json::too_deep(&e) => (RawArgs::Unreadable(too_deep()), 0),
         Some(Err(e)) => (RawArgs::Unreadable(format!("The arguments could not be read ({e}). Send them as one JSON object.")), 0),
     };
-    IncomingCall { id, name, args, unreadable: unreadable_why, lone_surrogates }
+    let unreadable = unreadable_why.or_else(|| (!named).then(|| SHAPES.to_string()));
+    IncomingCall { id, name, args, unreadable, lone_surrogates }
+}
+
+/// MCP's progress token, a string or an integer, as the call's id.
+fn progress_token(meta: &RawValue) -> Option<String> {
+    // serde reads a struct from an array too, by position.
+    if !meta.get().starts_with('{') {
+        return None;
+    }
+    let token = serde_json::from_str::<WireMeta>(meta.get()).ok()?.progress_token?;
+    match token.get().as_bytes().first()? {
+        b'"' => non_empty_string(Some(token)),
+        b'-' | b'0'..=b'9' => Some(token.get().to_string()),
+        _ => None,
+    }
 }
 
 /// Why arguments nested past the limit are refused, in the model's terms.
@@ -122,8 +159,8 @@ pub fn too_deep() -> String {
     format!("The arguments nest arrays and objects more than {} levels deep, too deep to read. Send them as one JSON object nested less deeply.", json::MAX_DEPTH)
 }
 
-fn own_or_nested<'a>(own: [Option<&'a RawValue>; 3], nested: [Option<&'a RawValue>; 3]) -> [Option<&'a RawValue>; 3] {
-    [own[0].or(nested[0]), own[1].or(nested[1]), own[2].or(nested[2])]
+fn own_or_nested<'a, const N: usize>(own: [Option<&'a RawValue>; N], nested: [Option<&'a RawValue>; N]) -> [Option<&'a RawValue>; N] {
+    std::array::from_fn(|i| own[i].or(nested[i]))
 }
 
 fn non_empty_string(raw: Option<&RawValue>) -> Option<String> {
@@ -175,6 +212,40 @@ mod tests {
         let g = one(r#"{"name":"search"}"#);
         assert!(g.id.starts_with("call_") && g.id.len() == 21);
         assert_eq!(g.args, RawArgs::Missing);
+
+        let gemini = one(r#"{"functionCall":{"id":"fc_7","name":"search","args":{"q":"x"}},"thoughtSignature":"c2ln"}"#);
+        assert_eq!((gemini.id.as_str(), gemini.name.as_str()), ("fc_7", "search"));
+        assert_eq!(gemini.args, RawArgs::Parsed(serde_json::json!({"q": "x"})));
+        let unnamed = one(r#"{"functionCall":{"name":"search","args":{}}}"#);
+        assert!(unnamed.id.starts_with("call_"), "Gemini often sends no id: one is made for the result");
+
+        let bedrock = one(r#"{"toolUse":{"toolUseId":"tooluse_1","name":"search","input":{"q":"y"}}}"#);
+        assert_eq!((bedrock.id.as_str(), bedrock.name.as_str()), ("tooluse_1", "search"));
+        assert_eq!(bedrock.args, RawArgs::Parsed(serde_json::json!({"q": "y"})));
+
+        let langchain = one(r#"{"id":"lc_1","name":"search","args":{"q":"z"},"type":"tool_call"}"#);
+        assert_eq!((langchain.id.as_str(), langchain.args), ("lc_1", RawArgs::Parsed(serde_json::json!({"q": "z"}))));
+    }
+
+    #[test]
+    fn an_mcp_call_is_named_by_its_progress_token() {
+        let text = one(r#"{"name":"search","arguments":{"q":1},"_meta":{"progressToken":"p-1"}}"#);
+        assert_eq!((text.id.as_str(), text.args), ("p-1", RawArgs::Parsed(serde_json::json!({"q": 1}))));
+        assert_eq!(one(r#"{"name":"search","_meta":{"progressToken":42}}"#).id, "42");
+        for meta in [r#"{}"#, r#"{"progressToken":""}"#, r#"{"progressToken":{"a":1}}"#, r#"[1]"#, r#""x""#] {
+            let call = one(&format!(r#"{{"name":"search","_meta":{meta}}}"#));
+            assert!(call.id.starts_with("call_") && call.unreadable.is_none(), "{meta}: {call:?}");
+        }
+        assert_eq!(one(r#"{"id":"own","name":"s","_meta":{"progressToken":"p"}}"#).id, "own", "an id field comes first");
+    }
+
+    #[test]
+    fn a_call_that_names_no_tool_in_any_shape_says_which_shapes_are_read() {
+        for call in [r#"{"text":"hi"}"#, r#"{"tool":"search","params":{}}"#, r#"{"function":{"arguments":"{}"}}"#, r#"{}"#] {
+            assert_eq!(one(call).unreadable.as_deref(), Some(SHAPES), "{call}");
+        }
+        assert!(SHAPES.contains("functionCall") && SHAPES.contains("toolUse") && SHAPES.contains("tool_use"));
+        assert!(one(r#"{"name":""}"#).unreadable.is_none(), "a name that is there but empty is a lookup matter");
     }
 
     #[test]
