@@ -257,11 +257,83 @@ describe('list and definitions', () => {
   })
 
   it('definitions(format) throws a TypeError on an unknown format, listing the known ones', () => {
-    assert.throws(() => registry().definitions('gemini'), {
+    assert.throws(() => registry().definitions('vertex'), {
       name: 'TypeError',
-      message: 'definitions(format): format must be one of openai-responses, openai-chat, anthropic, ai-sdk; got gemini',
+      message: 'definitions(format): format must be one of openai-responses, openai-chat, anthropic, ai-sdk, gemini, bedrock; got vertex',
     })
     assert.throws(() => registry().definitions(), { name: 'TypeError', message: /got undefined$/ })
+  })
+})
+
+describe("definitions('gemini'): Gemini's schema dialect", () => {
+  it('converts what converts: types in capitals, counts as strings, $defs written in place, oneOf as anyOf', () => {
+    const gate = new ToolExecutor()
+    gate.register({
+      name: 'book',
+      description: 'Books a table',
+      parameters: {
+        $schema: 'https://json-schema.org/draft/2020-12/schema',
+        type: 'object',
+        properties: {
+          guests: { type: 'integer', minimum: 1, maximum: 12, multipleOf: 1 },
+          name: { type: ['string', 'null'], minLength: 1 },
+          at: { $ref: '#/$defs/slot' },
+          seat: { oneOf: [{ const: 'inside' }, { const: 'terrace' }] },
+          tags: { type: 'array', items: { type: 'string' }, maxItems: 3, uniqueItems: true },
+        },
+        required: ['guests', 'at'],
+        additionalProperties: false,
+        $defs: { slot: { type: 'object', properties: { day: { type: 'string', format: 'date' } }, required: ['day'] } },
+      },
+      handler: () => 'booked',
+    })
+    gate.register({ name: 'ping', handler: () => 'pong' })
+    assert.deepEqual(gate.definitions('gemini'), [
+      {
+        name: 'book',
+        description: 'Books a table',
+        parameters: {
+          type: 'OBJECT',
+          properties: {
+            guests: { type: 'INTEGER', minimum: 1, maximum: 12 },
+            name: { type: 'STRING', nullable: true, minLength: '1' },
+            at: { type: 'OBJECT', properties: { day: { type: 'STRING', format: 'date' } }, required: ['day'] },
+            seat: { anyOf: [{ type: 'STRING', enum: ['inside'] }, { type: 'STRING', enum: ['terrace'] }] },
+            tags: { type: 'ARRAY', items: { type: 'STRING' }, maxItems: '3' },
+          },
+          required: ['guests', 'at'],
+        },
+      },
+      { name: 'ping' },
+    ])
+  })
+
+  it('throws a TypeError naming the tool, the keyword and where, for what Gemini cannot be sent', () => {
+    const refused = (parameters, message) => {
+      const gate = new ToolExecutor()
+      gate.register({ name: 'search', handler: () => 'ok' })
+      gate.register({ name: 'lookup', parameters, handler: () => 'ok' })
+      assert.throws(() => gate.definitions('gemini'), { name: 'TypeError', message })
+      assert.equal(gate.definitions('bedrock').length, 2, 'other formats take the same schema')
+    }
+    refused({ type: 'object', properties: { tags: { type: 'object', additionalProperties: { type: 'string' } } } },
+      'tool "lookup": Gemini cannot take "additionalProperties" as a schema (at /properties/tags): it has no map type; list the properties, or take an array of { key, value } objects')
+    refused({ type: 'object', properties: { at: { prefixItems: [{ type: 'number' }, { type: 'number' }] } } }, /^tool "lookup": .*"prefixItems".*\(at \/properties\/at\)/)
+    refused({ type: 'object', properties: { node: { $ref: '#' } } }, /^tool "lookup": .*"\$ref".*cannot refer to itself/)
+    refused({ type: 'object', properties: { q: { not: { type: 'null' } } } }, /^tool "lookup": .*"not"/)
+    const digit = new ToolExecutor()
+    digit.register({ name: '3d_render', handler: () => 'ok' })
+    assert.throws(() => digit.definitions('gemini'), {
+      name: 'TypeError',
+      message: `tool "3d_render": Gemini takes only function names that start with a letter or '_'; rename the tool`,
+    })
+  })
+
+  it('leaves out the tools a context may not use before converting, so a hidden tool cannot refuse the list', () => {
+    const gate = new ToolExecutor()
+    gate.register({ name: 'search', readOnly: true, handler: () => 'ok' })
+    gate.register({ name: 'admin', parameters: { type: 'object', properties: { q: { not: {} } } }, handler: () => 'ok' })
+    assert.deepEqual(gate.definitions('gemini', { context: { deniedTools: ['admin'] } }), [{ name: 'search' }])
   })
 })
 

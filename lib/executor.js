@@ -237,7 +237,7 @@ class ToolExecutor {
       throw new TypeError(`definitions(format): format must be one of ${DEFINITION_FORMATS.join(', ')}; got ${String(format)}`)
     }
     const policy = policyJson(options.context)
-    const defs = JSON.parse(this.#engine.definitions(format, policy))
+    const defs = JSON.parse(programmerError(() => this.#engine.definitions(format, policy)))
     if (format !== 'ai-sdk' || typeof options.jsonSchema !== 'function') return defs
     // With the AI SDK's jsonSchema helper: the `tools` record generateText/streamText take (no execute: toolgate runs them).
     return Object.fromEntries(defs.map((d) => {

@@ -135,7 +135,7 @@ impl Engine {
     #[napi(catch_unwind)]
     pub fn definitions(&self, format: String, policy_json: String) -> Result<String> {
         let format = DefinitionFormat::parse(&format).map_err(fail)?;
-        Ok(self.inner.definitions(format, &policy(&policy_json)?).to_string())
+        Ok(self.inner.definitions(format, &policy(&policy_json)?).map_err(fail)?.to_string())
     }
 
     /// Opens a turn: the step names the turn and the handlers to start (or says it is already done).

@@ -23,7 +23,8 @@ use crate::normalize::{self, normalize, Outcome};
 use crate::options::{EngineOptions, ToolSpec, TurnOptions};
 use crate::permission::{self, Decision, Permissions, Policy};
 use crate::ratelimit::{self, RateLimit};
-use crate::registry::{DefinitionFormat, Registry, Tool};
+use crate::definitions::{self, DefinitionFormat};
+use crate::registry::{Registry, Tool};
 use crate::repair;
 use crate::result::{failure_output, AttemptError, ErrorKind, PermissionNote, Redactions, Repair, Rollback, StageTable, StationMark, ToolResult};
 use crate::scheduler::Schedule;
@@ -471,9 +472,9 @@ impl Engine {
         self.registry.list(|t| policy.visible(t))
     }
 
-    pub fn definitions(&self, format: DefinitionFormat, policy: &Policy) -> Value {
+    pub fn definitions(&self, format: DefinitionFormat, policy: &Policy) -> Result<Value, String> {
         let policy = self.under(policy);
-        self.registry.definitions(format, |t| policy.visible(t))
+        definitions::definitions(self.registry.iter().filter(|t| policy.visible(t)).map(|t| &**t), format)
     }
 
     /// A context's policy with the executor's permissions under it.

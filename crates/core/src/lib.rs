@@ -7,8 +7,10 @@ pub mod cache;
 pub mod calls;
 pub mod checks;
 pub mod dedup;
+pub mod definitions;
 pub mod engine;
 pub mod fence;
+pub mod gemini_schema;
 pub mod invoke;
 pub mod json;
 pub mod judge;
@@ -36,5 +38,5 @@ pub use engine::{Alarm, Engine, HostAnswer, HostKind, HostRequest, Shaped, Shapi
 pub use normalize::Outcome;
 pub use options::{EngineOptions, RetryPolicy, ToolSpec, TurnOptions};
 pub use permission::Policy;
-pub use registry::DefinitionFormat;
+pub use definitions::DefinitionFormat;
 pub use result::{ErrorKind, ToolResult};

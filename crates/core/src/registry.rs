@@ -87,29 +87,6 @@ pub struct Registry {
     order: Vec<String>,
 }
 
-/// The provider shapes `definitions` can emit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DefinitionFormat {
-    OpenAiResponses,
-    OpenAiChat,
-    Anthropic,
-    AiSdk,
-}
-
-impl DefinitionFormat {
-    pub const NAMES: &'static str = "'openai-responses', 'openai-chat', 'anthropic' or 'ai-sdk'";
-
-    pub fn parse(name: &str) -> Result<Self, String> {
-        match name {
-            "openai-responses" | "openai" => Ok(Self::OpenAiResponses),
-            "openai-chat" | "chat-completions" => Ok(Self::OpenAiChat),
-            "anthropic" => Ok(Self::Anthropic),
-            "ai-sdk" => Ok(Self::AiSdk),
-            other => Err(format!("unknown definitions format \"{other}\": use {}", Self::NAMES)),
-        }
-    }
-}
-
 pub fn check_name(name: &str) -> Result<(), String> {
     let valid_chars = name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     if name.is_empty() || name.len() > MAX_NAME_LEN || !valid_chars {
@@ -267,34 +244,5 @@ impl Registry {
             })
             .collect();
         Value::Array(items)
-    }
-
-    pub fn definitions(&self, format: DefinitionFormat, visible: impl Fn(&Tool) -> bool) -> Value {
-        let tools = self.iter().filter(|t| visible(t));
-        let defs = tools.map(|t| {
-            let (name, description, schema) = (&t.spec.name, &t.spec.description, &t.schema);
-            match format {
-                DefinitionFormat::OpenAiResponses => {
-                    // Responses treats a missing `strict` as strict mode, which would make optional parameters required.
-                    json!({"type": "function", "name": name, "description": description, "parameters": schema, "strict": false})
-                }
-                DefinitionFormat::OpenAiChat => json!({
-                    "type": "function",
-                    "function": {"name": name, "description": description, "parameters": schema}
-                }),
-                DefinitionFormat::Anthropic => {
-                    json!({"name": name, "description": description, "input_schema": schema})
-                }
-                // Of these formats only the AI SDK's tools carry an output schema.
-                DefinitionFormat::AiSdk => {
-                    let mut def = json!({"type": "function", "name": name, "description": description, "inputSchema": schema});
-                    if let Some(output) = &t.spec.output_schema {
-                        def["outputSchema"] = output.clone();
-                    }
-                    def
-                }
-            }
-        });
-        Value::Array(defs.collect())
     }
 }

@@ -249,7 +249,7 @@ fn definitions_take_each_providers_shape() {
     let mut e = Engine::new(EngineOptions::default()).unwrap();
     e.register(spec(json!({"name": "s", "description": "d", "parameters": search_schema()}))).unwrap();
     let p = Policy::default();
-    let one = |f| e.definitions(f, &p)[0].clone();
+    let one = |f| e.definitions(f, &p).unwrap()[0].clone();
     assert_eq!(
         one(DefinitionFormat::OpenAiResponses),
         json!({"type": "function", "name": "s", "description": "d", "parameters": search_schema(), "strict": false})
@@ -257,8 +257,10 @@ fn definitions_take_each_providers_shape() {
     assert_eq!(one(DefinitionFormat::OpenAiChat)["function"]["parameters"], search_schema());
     assert_eq!(one(DefinitionFormat::Anthropic), json!({"name": "s", "description": "d", "input_schema": search_schema()}));
     assert_eq!(one(DefinitionFormat::AiSdk)["inputSchema"], search_schema());
+    assert_eq!(one(DefinitionFormat::Bedrock), json!({"toolSpec": {"name": "s", "description": "d", "inputSchema": {"json": search_schema()}}}));
+    assert_eq!(one(DefinitionFormat::Gemini)["parameters"]["type"], "OBJECT");
     let hidden = Policy { denied_tools: vec!["s".into()], ..Policy::default() };
-    assert_eq!(e.definitions(DefinitionFormat::Anthropic, &hidden), json!([]));
+    assert_eq!(e.definitions(DefinitionFormat::Anthropic, &hidden).unwrap(), json!([]));
 }
 
 #[test]
