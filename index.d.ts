@@ -768,8 +768,37 @@ export interface AISDKToolCall {
   input?: unknown
   args?: unknown
 }
-/** Any other call: a missing id is generated; an empty arguments string means `{}`. */
-/** Any other `{ id?, name, … }`, LangChain's `ToolCall` (`{ id, name, args, type: 'tool_call' }`) among them. */
+/** Gemini function call (`FunctionCall` of `@google/genai`, as `response.functionCalls` lists them). Gemini often
+ * sends no id: one is generated, and `formatResults(results, 'gemini')` answers with it. */
+export interface GeminiFunctionCall {
+  id?: string
+  name?: string
+  args?: Record<string, unknown>
+}
+/** Gemini content part that holds a function call (a `Part` of `@google/genai` whose `functionCall` is set). */
+export interface GeminiFunctionCallPart {
+  functionCall: GeminiFunctionCall
+}
+/** Bedrock Converse `toolUse` content block (`ContentBlock.ToolUseMember` of `@aws-sdk/client-bedrock-runtime`). */
+export interface BedrockToolUseBlock {
+  toolUse: { toolUseId?: string; name?: string; input?: unknown }
+}
+/** LangChain `ToolCall` (`AIMessage.tool_calls[i]`; `invalid_tool_calls[i]` carries `args` as the raw text). */
+export interface LangChainToolCall {
+  id?: string
+  /** Missing only on an invalid call. */
+  name?: string
+  args?: string | Record<string, unknown>
+  type?: 'tool_call' | 'invalid_tool_call'
+}
+/** MCP `tools/call` request params: the call is named by `_meta.progressToken` when there is one (so progress and
+ * results pair up with the client's token), else its id is generated. */
+export interface MCPCallToolParams {
+  name: string
+  arguments?: Record<string, unknown>
+  _meta?: { progressToken?: string | number }
+}
+/** Any other `{ id?, name, … }`: a missing id is generated; an empty arguments string means `{}`. */
 export interface GenericToolCall {
   id?: string
   name: string
@@ -777,7 +806,17 @@ export interface GenericToolCall {
   input?: unknown
   args?: string | Record<string, unknown>
 }
-export type ToolCall = AnthropicToolUse | OpenAIResponsesFunctionCall | OpenAIChatToolCall | AISDKToolCall | GenericToolCall
+export type ToolCall =
+  | AnthropicToolUse
+  | OpenAIResponsesFunctionCall
+  | OpenAIChatToolCall
+  | AISDKToolCall
+  | GeminiFunctionCallPart
+  | GeminiFunctionCall
+  | BedrockToolUseBlock
+  | LangChainToolCall
+  | MCPCallToolParams
+  | GenericToolCall
 
 /** The stations a call reached. */
 export type Station = 'lookup' | 'parse' | 'repair' | 'validate' | 'schema' | 'check' | 'permission' | 'approval' | 'invoke' | 'normalize' | 'shape' | 'judge'
@@ -881,7 +920,7 @@ export interface RegisteredTool {
   retry: Required<RetryPolicy>
 }
 
-export type DefinitionFormat = 'openai-responses' | 'openai-chat' | 'anthropic' | 'ai-sdk'
+export type DefinitionFormat = 'openai-responses' | 'openai-chat' | 'anthropic' | 'ai-sdk' | 'gemini' | 'bedrock'
 
 export interface OpenAIResponsesTool {
   type: 'function'
@@ -906,6 +945,57 @@ export interface AISDKFunctionTool {
   name: string
   description: string
   inputSchema: ObjectJsonSchema
+}
+
+/** Named and valued as `Type` of `@google/genai`, so that a schema typed with it is one of the SDK's: TypeScript
+ * relates two enums by their name and members. */
+declare enum Type {
+  STRING = 'STRING',
+  NUMBER = 'NUMBER',
+  INTEGER = 'INTEGER',
+  BOOLEAN = 'BOOLEAN',
+  ARRAY = 'ARRAY',
+  OBJECT = 'OBJECT',
+  NULL = 'NULL',
+}
+/** A schema in Gemini's dialect (`Schema` of `@google/genai`, a subset of OpenAPI 3.0): the counts are int64, so
+ * JSON strings. */
+export interface GeminiSchema {
+  type?: Type
+  title?: string
+  description?: string
+  nullable?: boolean
+  enum?: string[]
+  format?: string
+  pattern?: string
+  minLength?: string
+  maxLength?: string
+  minimum?: number
+  maximum?: number
+  items?: GeminiSchema
+  minItems?: string
+  maxItems?: string
+  properties?: Record<string, GeminiSchema>
+  required?: string[]
+  propertyOrdering?: string[]
+  minProperties?: string
+  maxProperties?: string
+  anyOf?: GeminiSchema[]
+  default?: unknown
+  example?: unknown
+}
+/** A Gemini `FunctionDeclaration`, for `config.tools: [{ functionDeclarations }]`. No `parameters` for a tool that
+ * takes none (Gemini refuses an object schema without properties). */
+export interface GeminiFunctionDeclaration {
+  name: string
+  description?: string
+  parameters?: GeminiSchema
+}
+/** A JSON value (`DocumentType` of the AWS SDK). */
+export type BedrockDocument = null | boolean | number | string | BedrockDocument[] | { [key: string]: BedrockDocument }
+/** A Bedrock Converse tool (`Tool.ToolSpecMember`), for `toolConfig.tools`; the schema is the gate's JSON Schema. */
+export interface BedrockTool {
+  toolSpec: { name: string; description?: string; inputSchema: { json: { [keyword: string]: BedrockDocument } } }
 }
 
 export interface DefinitionsOptions {
@@ -944,6 +1034,10 @@ export declare class ToolExecutor<Ctx extends ExecutionContext = ExecutionContex
     options: DefinitionsOptions & { jsonSchema: (schema: ObjectJsonSchema) => S },
   ): Record<string, { description: string; inputSchema: S }>
   definitions(format: 'ai-sdk', options?: DefinitionsOptions): AISDKFunctionTool[]
+  /** Throws a TypeError, naming the tool and the keyword, for a schema Gemini's dialect cannot carry (see the
+   * README) or a name that does not start with a letter or '_'. */
+  definitions(format: 'gemini', options?: DefinitionsOptions): GeminiFunctionDeclaration[]
+  definitions(format: 'bedrock', options?: DefinitionsOptions): BedrockTool[]
   /** Handlers running now, across all turns. */
   readonly running: number
   /** Every handler that has not settled, including those whose calls already timed out or were cancelled. */
@@ -971,7 +1065,7 @@ export declare class ToolExecutor<Ctx extends ExecutionContext = ExecutionContex
   execute(calls: readonly ToolCall[], options?: ExecuteOptions<Ctx>): Promise<ToolResult[]>
 }
 
-export type ResultFormat = 'anthropic' | 'openai-responses' | 'openai-chat' | 'ai-sdk'
+export type ResultFormat = 'anthropic' | 'openai-responses' | 'openai-chat' | 'ai-sdk' | 'gemini' | 'bedrock'
 
 /** The image types the Anthropic API takes (`Base64ImageSource['media_type']` in `@anthropic-ai/sdk`). */
 export type AnthropicImageMediaType = 'image/jpeg' | 'image/png' | 'image/gif' | 'image/webp'
@@ -1029,6 +1123,52 @@ export interface AISDKFormatOptions<V extends AISDKVersion = AISDKVersion> {
   version?: V
 }
 
+/** The image types Gemini takes in a function response (Gemini 3 and later). */
+export type GeminiImageMediaType = 'image/png' | 'image/jpeg' | 'image/webp'
+/** A `functionResponse` part (`FunctionResponse` of `@google/genai`). */
+export interface GeminiFunctionResponsePart {
+  functionResponse: {
+    name: string
+    /** The call's id, or the one generated for it. */
+    id: string
+    /** `output`: the structure itself when the text is exactly its JSON, else the text; `error`: "Error (kind): …". */
+    response: { output: unknown } | { error: string }
+    /** The result's images of `GeminiImageMediaType`, unless `images: false`. */
+    parts?: { inlineData: { mimeType: GeminiImageMediaType; data: string } }[]
+  }
+}
+/** One Gemini `Content` of the user role holding every result. */
+export interface GeminiFunctionResponseContent {
+  role: 'user'
+  parts: GeminiFunctionResponsePart[]
+}
+export interface GeminiFormatOptions {
+  /** false: no images in function responses, for models before Gemini 3, which take none (default true; the
+   * text's "[image n: …]" lines stay either way). */
+  images?: boolean
+}
+/** Bedrock Converse's image formats (`ImageFormat`). */
+export type BedrockImageFormat = 'png' | 'jpeg' | 'gif' | 'webp'
+/** A `toolResult` content block (`ToolResultContentBlock`). */
+export type BedrockToolResultContent =
+  | { text: string }
+  | { json: { [key: string]: BedrockDocument } }
+  | { image: { format: BedrockImageFormat; source: { bytes: Uint8Array } } }
+/** A `toolResult` block (`ContentBlock.ToolResultMember`). */
+export interface BedrockToolResultBlock {
+  toolResult: {
+    toolUseId: string
+    /** `json` when the output is an object and the text is exactly its JSON, else the text; then the images. */
+    content: BedrockToolResultContent[]
+    status?: 'error'
+  }
+}
+/** One Bedrock Converse user `Message` holding every result. */
+export interface BedrockUserMessage {
+  role: 'user'
+  content: BedrockToolResultBlock[]
+}
+
 /** One Anthropic user message of `tool_result` blocks (failures carry `is_error: true`). */
 export declare function formatResults(results: readonly ToolResult[], format: 'anthropic'): AnthropicUserMessage
 /** OpenAI Responses `function_call_output` input items. */
@@ -1045,6 +1185,11 @@ export declare function formatResults<V extends AISDKVersion = 7>(
   format: 'ai-sdk',
   options?: AISDKFormatOptions<V>,
 ): AISDKToolMessage<V>
+
+/** One Gemini user content of `functionResponse` parts, for `contents` of `generateContent`. */
+export declare function formatResults(results: readonly ToolResult[], format: 'gemini', options?: GeminiFormatOptions): GeminiFunctionResponseContent
+/** One Bedrock Converse user message of `toolResult` blocks (failures carry `status: 'error'`). */
+export declare function formatResults(results: readonly ToolResult[], format: 'bedrock'): BedrockUserMessage
 
 /** The text a model should read for one result. */
 export declare function forLlm(result: ToolResult): string

@@ -2,11 +2,15 @@
 // Provider formats: the names `definitions` and `formatResults` take, and results turned into the messages each
 // provider expects next in the conversation.
 
-const DEFINITION_FORMATS = ['openai-responses', 'openai-chat', 'anthropic', 'ai-sdk']
-const RESULT_FORMATS = ['anthropic', 'openai-responses', 'openai-chat', 'ai-sdk']
+const DEFINITION_FORMATS = ['openai-responses', 'openai-chat', 'anthropic', 'ai-sdk', 'gemini', 'bedrock']
+const RESULT_FORMATS = ['anthropic', 'openai-responses', 'openai-chat', 'ai-sdk', 'gemini', 'bedrock']
 
 /** The image types the Anthropic API takes; its SDK types `media_type` as exactly these. */
 const ANTHROPIC_IMAGE_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp']
+/** The image types Gemini takes in a function response's parts. */
+const GEMINI_IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/webp']
+/** Bedrock Converse's image formats (`ImageFormat`), by media type. */
+const BEDROCK_IMAGE_FORMATS = { 'image/png': 'png', 'image/jpeg': 'jpeg', 'image/gif': 'gif', 'image/webp': 'webp' }
 
 /**
  * An image in an AI SDK tool result's `content` output, by major. 5 validates messages and knows only `media`; 6
@@ -39,6 +43,16 @@ function withImages(result, textPart, imagePart, accepts = () => true) {
   return [textPart(forLlm(result)), ...images.map(imagePart)]
 }
 
+/** Each format's options: the check of each option's value, which returns what is wrong with it or nothing. */
+const FORMAT_OPTIONS = {
+  'ai-sdk': {
+    version: (v) => AI_SDK_VERSIONS.includes(v) ? undefined : `must be the AI SDK major, one of ${AI_SDK_VERSIONS.join(', ')}; got ${typeof v === 'string' ? `"${v}"` : String(v)}`,
+  },
+  gemini: {
+    images: (v) => typeof v === 'boolean' ? undefined : `must be true or false; got ${String(v)}`,
+  },
+}
+
 /** Throws a TypeError that says what to fix when `formatResults` is called wrongly (a programmer error). */
 function checkArguments(results, format, options) {
   const usage = 'formatResults(results, format, options?)'
@@ -52,20 +66,34 @@ function checkArguments(results, format, options) {
     throw new TypeError(`${usage}: format must be one of ${RESULT_FORMATS.join(', ')}; got ${String(format)}`)
   }
   if (options === undefined) return
-  if (format !== 'ai-sdk') throw new TypeError(`${usage}: only 'ai-sdk' takes options; remove them for '${format}'`)
-  if (options === null || typeof options !== 'object') throw new TypeError(`${usage}: options must be { version? }`)
-  for (const key of Object.keys(options)) {
-    if (key !== 'version') throw new TypeError(`${usage}: unknown option "${key}" (known: version)`)
+  const known = FORMAT_OPTIONS[format]
+  if (known === undefined) {
+    throw new TypeError(`${usage}: only ${Object.keys(FORMAT_OPTIONS).map((f) => `'${f}'`).join(' and ')} take options; remove them for '${format}'`)
   }
-  if (options.version !== undefined && !AI_SDK_VERSIONS.includes(options.version)) {
-    throw new TypeError(`${usage}: version must be the AI SDK major, one of ${AI_SDK_VERSIONS.join(', ')}; got ${typeof options.version === 'string' ? `"${options.version}"` : String(options.version)}`)
+  const names = Object.keys(known)
+  if (options === null || typeof options !== 'object') throw new TypeError(`${usage}: options for '${format}' must be { ${names.map((n) => `${n}?`).join(', ')} }`)
+  for (const [key, value] of Object.entries(options)) {
+    if (!Object.hasOwn(known, key)) throw new TypeError(`${usage}: unknown option "${key}" for '${format}' (known: ${names.join(', ')})`)
+    const wrong = value === undefined ? undefined : known[key](value)
+    if (wrong !== undefined) throw new TypeError(`${usage}: ${key} ${wrong}`)
   }
+}
+
+/**
+ * A successful result's structure, when the text the model would read is exactly its JSON (not a process's
+ * stdout, not fenced as outside data, not cut), so sending the structure instead loses nothing.
+ */
+function structureOf(result, accepts) {
+  const structured = result.metadata?.structured
+  if (!result.success || result.truncated || structured === null || typeof structured !== 'object' || !accepts(structured)) return undefined
+  return JSON.stringify(structured) === result.output ? structured : undefined
 }
 
 /**
  * Results → the message(s) a provider expects next in the conversation (Chat Completions tool messages take no
  * images: there the text's "[image n: …]" lines stand for them). For 'ai-sdk', `options.version` names the AI SDK
- * major the images are written for (default 7).
+ * major the images are written for (default 7); for 'gemini', `options.images: false` leaves images out of the
+ * function responses, for models before Gemini 3, which take none.
  */
 function formatResults(results, format, options) {
   checkArguments(results, format, options)
@@ -109,7 +137,30 @@ function formatResults(results, format, options) {
         }),
       }
     }
+    case 'gemini':
+      return { role: 'user', parts: results.map((r) => ({ functionResponse: geminiResponse(r, options?.images ?? true) })) }
+    case 'bedrock':
+      return { role: 'user', content: results.map((r) => ({ toolResult: bedrockResult(r) })) }
   }
+}
+
+/** A `functionResponse`: the output (the structure itself when it says all) or the error, and the images inline. */
+function geminiResponse(result, images) {
+  const response = result.success ? { output: structureOf(result, () => true) ?? result.output } : { error: forLlm(result) }
+  const inline = images ? (result.metadata?.images ?? []).filter((i) => GEMINI_IMAGE_TYPES.includes(i.mediaType)) : []
+  const parts = inline.map((i) => ({ inlineData: { mimeType: i.mediaType, data: i.data } }))
+  return { name: result.name, id: result.callId, response, ...(parts.length > 0 ? { parts } : {}) }
+}
+
+/** A `toolResult` block: `json` for an object output, else the text (Converse refuses an empty one), then images. */
+function bedrockResult(result) {
+  const structure = structureOf(result, (s) => !Array.isArray(s))
+  const content = [structure === undefined ? { text: forLlm(result) || '(no output)' } : { json: structure }]
+  for (const image of result.metadata?.images ?? []) {
+    const format = BEDROCK_IMAGE_FORMATS[image.mediaType]
+    if (format !== undefined) content.push({ image: { format, source: { bytes: Buffer.from(image.data, 'base64') } } })
+  }
+  return { toolUseId: result.callId, content, ...(result.success ? {} : { status: 'error' }) }
 }
 
 module.exports = { DEFINITION_FORMATS, RESULT_FORMATS, forLlm, formatResults }
