@@ -257,13 +257,20 @@ describe('runAgentLoop', () => {
         { type: 'function_call', call_id: 'c2', name: 'broken', arguments: '{}' },
       ],
     },
-    { calls: [{ id: 'c3', type: 'function', function: { name: 'whoami', arguments: '' } }, { name: 'lookup', arguments: { q: 'hats' } }] },
+    {
+      calls: [
+        { id: 'c3', type: 'function', function: { name: 'whoami', arguments: '' } },
+        { name: 'lookup', arguments: { q: 'hats' } },
+        { functionCall: { name: 'lookup', args: { q: 'gloves' } } },
+        { toolUse: { toolUseId: 'c5', name: 'whoami', input: {} } },
+      ],
+    },
     'All done.',
   ]
 
   /** The turns of a transcript that pairs each assistant message with one message of results (`resultRole`),
    * read with `read`; it ends with the assistant's final text. */
-  function pairedTurns(transcript, resultRole, read) {
+  function pairedTurns(transcript, resultRole, read, answer = { role: 'assistant', content: [{ type: 'text', text: 'All done.' }] }) {
     const turns = []
     for (let i = 1; i < transcript.length - 1; i += 2) {
       const [assistant, answer] = [transcript[i], transcript[i + 1]]
@@ -271,7 +278,7 @@ describe('runAgentLoop', () => {
       assert.equal(answer.role, resultRole)
       turns.push({ text: read.text(assistant), calls: read.calls(assistant), results: read.results(answer) })
     }
-    assert.deepEqual(transcript.at(-1), { role: 'assistant', content: [{ type: 'text', text: 'All done.' }] })
+    assert.deepEqual(transcript.at(-1), answer)
     return turns
   }
 
@@ -317,6 +324,31 @@ describe('runAgentLoop', () => {
       calls: (assistant) => assistant.content.filter((p) => p.type === 'tool-call').map((p) => ({ id: p.toolCallId, name: p.toolName, args: p.input })),
       results: (tool) => tool.content.map((p) => ({ id: p.toolCallId, failed: p.output.type === 'error-text', text: p.output.value })),
     }),
+    gemini(transcript) {
+      const turns = []
+      for (let i = 1; i < transcript.length - 1; i += 2) {
+        const [model, user] = [transcript[i], transcript[i + 1]]
+        assert.equal(model.role, 'model')
+        assert.equal(user.role, 'user')
+        turns.push({
+          text: model.parts.find((p) => p.text !== undefined)?.text,
+          calls: model.parts.filter((p) => p.functionCall).map(({ functionCall: c }) => ({ id: c.id, name: c.name, args: c.args })),
+          results: user.parts.map(({ functionResponse: r }) => ({ id: r.id, failed: 'error' in r.response, text: r.response.output ?? r.response.error })),
+        })
+      }
+      assert.deepEqual(transcript.at(-1), { role: 'model', parts: [{ text: 'All done.' }] })
+      return turns
+    },
+    bedrock: (transcript) => pairedTurns(transcript, 'user', {
+      text: (assistant) => assistant.content.find((b) => b.text !== undefined)?.text,
+      calls: (assistant) => assistant.content.filter((b) => b.toolUse).map(({ toolUse: c }) => ({ id: c.toolUseId, name: c.name, args: c.input })),
+      results: (user) => user.content.map(({ toolResult: r }) => ({ id: r.toolUseId, failed: r.status === 'error', text: r.content[0].text })),
+    }, { role: 'assistant', content: [{ text: 'All done.' }] }),
+  }
+  /** The prompt as each format writes a user's text. */
+  const PROMPTS = {
+    gemini: { role: 'user', parts: [{ text: 'Do I need a coat?' }] },
+    bedrock: { role: 'user', content: [{ text: 'Do I need a coat?' }] },
   }
 
   for (const format of Object.keys(READERS)) {
@@ -326,14 +358,22 @@ describe('runAgentLoop', () => {
       const run = await runAgentLoop(gate, model, { format, context: { userId: 'u_42' }, prompt: 'Do I need a coat?' })
 
       assert.equal(run.text, 'All done.')
-      assert.deepEqual(run.transcript[0], { role: 'user', content: 'Do I need a coat?' })
+      assert.deepEqual(run.transcript[0], PROMPTS[format] ?? { role: 'user', content: 'Do I need a coat?' })
       assert.deepEqual(run.turns.map((turn) => turn.calls), [SCRIPT[0].calls, SCRIPT[1].calls])
-      const generatedId = run.turns[1].results[1].callId
-      assert.match(generatedId, /^call_/)
+      const generated = run.turns[1].results.slice(1, 3).map((r) => r.callId)
+      for (const id of generated) assert.match(id, /^call_/)
       const turns = READERS[format](run.transcript)
       assert.deepEqual(turns.map(({ text, calls }) => ({ text, calls })), [
         { text: 'Let me look.', calls: [{ id: 'c1', name: 'lookup', args: { q: 'coats' } }, { id: 'c2', name: 'broken', args: {} }] },
-        { text: undefined, calls: [{ id: 'c3', name: 'whoami', args: {} }, { id: generatedId, name: 'lookup', args: { q: 'hats' } }] },
+        {
+          text: undefined,
+          calls: [
+            { id: 'c3', name: 'whoami', args: {} },
+            { id: generated[0], name: 'lookup', args: { q: 'hats' } },
+            { id: generated[1], name: 'lookup', args: { q: 'gloves' } },
+            { id: 'c5', name: 'whoami', args: {} },
+          ],
+        },
       ])
       for (const [i, turn] of turns.entries()) {
         assert.deepEqual(turn.results.map((r) => r.id), turn.calls.map((c) => c.id), `turn ${i + 1}: one result per call, in order`)
@@ -341,10 +381,10 @@ describe('runAgentLoop', () => {
       }
       assert.deepEqual(turns.map((turn) => turn.results.map((r) => r.text)), [
         ['found it', run.turns[0].results[1].output],
-        ['u_42', 'found it'],
+        ['u_42', 'found it', 'found it', 'u_42'],
       ])
       expectResult(run.turns[0].results[1]).toFailWith('handler_error', 'upstream down')
-      assert.deepEqual(lookup.calls.map((c) => c.args), [{ q: 'coats' }, { q: 'hats' }])
+      assert.deepEqual(lookup.calls.map((c) => c.args), [{ q: 'coats' }, { q: 'hats' }, { q: 'gloves' }])
 
       // The model saw the whole conversation so far at each turn, and never its own final answer.
       assert.equal(model.requests.length, 3)
@@ -405,11 +445,11 @@ describe('runAgentLoop', () => {
     })
   })
 
-  it('refuses an unknown format, listing the four', async (t) => {
+  it('refuses an unknown format, listing the six', async (t) => {
     const { gate } = toolsGate(t)
-    await assert.rejects(runAgentLoop(gate, scriptedModel(['x']), { format: 'gemini' }), {
+    await assert.rejects(runAgentLoop(gate, scriptedModel(['x']), { format: 'vertex' }), {
       name: 'TypeError',
-      message: 'runAgentLoop: format must be one of anthropic, openai-responses, openai-chat, ai-sdk; got gemini',
+      message: 'runAgentLoop: format must be one of anthropic, openai-responses, openai-chat, ai-sdk, gemini, bedrock; got vertex',
     })
   })
 })

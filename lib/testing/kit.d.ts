@@ -5,8 +5,12 @@ import type {
   AISDKToolMessage,
   AnthropicToolUse,
   AnthropicUserMessage,
+  BedrockToolUseBlock,
+  BedrockUserMessage,
   ErrorKind,
   ExecutionContext,
+  GeminiFunctionCallPart,
+  GeminiFunctionResponseContent,
   OpenAIChatToolCall,
   OpenAIChatToolMessage,
   OpenAIFunctionCallOutput,
@@ -151,6 +155,14 @@ export interface TranscriptEntries {
     | { role: 'assistant'; content: string | undefined }
     | OpenAIChatToolMessage
   'ai-sdk': UserPrompt | { role: 'assistant'; content: (TextPart | AISDKToolCall)[] } | AISDKToolMessage
+  gemini:
+    | { role: 'user'; parts: { text: string }[] }
+    | { role: 'model'; parts: ({ text: string } | GeminiFunctionCallPart)[] }
+    | GeminiFunctionResponseContent
+  bedrock:
+    | { role: 'user'; content: { text: string }[] }
+    | { role: 'assistant'; content: ({ text: string } | BedrockToolUseBlock)[] }
+    | BedrockUserMessage
 }
 
 export interface AgentLoopOptions<F extends ResultFormat = ResultFormat, Ctx = ExecutionContext> {

@@ -33,11 +33,12 @@ function scriptedModel(turns) {
 /** A call in any provider's shape, as `{ id, name, args }`: the id its result carries (the gate's, when the call
  * had none), the name and arguments as the model sent them. */
 function readCall(call, result) {
-  const fn = call?.function
+  const nested = call?.function ?? call?.functionCall ?? call?.toolUse
+  const holder = nested ?? call
   return {
     id: result.callId,
-    name: fn?.name ?? call?.name ?? call?.toolName ?? result.name,
-    args: fn === undefined ? call?.input ?? call?.arguments ?? call?.args : fn.arguments,
+    name: nested?.name ?? call?.name ?? call?.toolName ?? result.name,
+    args: holder?.input ?? holder?.arguments ?? holder?.args,
   }
 }
 
@@ -56,14 +57,18 @@ const argsText = (args) => (typeof args === 'string' ? args : JSON.stringify(arg
 
 const textParts = (text) => (text === undefined ? [] : [{ type: 'text', text }])
 
-/** Per format: a call written in its shape, and the transcript entries of an assistant turn (no calls: the final
- * answer). */
+const userPrompt = (text) => ({ role: 'user', content: text })
+
+/** Per format: the user's prompt, a call written in its shape, and the transcript entries of an assistant turn (no
+ * calls: the final answer). */
 const FORMATS = {
   anthropic: {
+    prompt: userPrompt,
     toCall: ({ id, name, args }) => ({ type: 'tool_use', id, name, input: argsObject(args) }),
     assistant: (text, calls) => [{ role: 'assistant', content: [...textParts(text), ...calls] }],
   },
   'openai-responses': {
+    prompt: userPrompt,
     toCall: ({ id, name, args }) => ({ type: 'function_call', call_id: id, name, arguments: argsText(args) }),
     assistant: (text, calls) => [
       ...(text === undefined ? [] : [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text }] }]),
@@ -71,12 +76,24 @@ const FORMATS = {
     ],
   },
   'openai-chat': {
+    prompt: userPrompt,
     toCall: ({ id, name, args }) => ({ id, type: 'function', function: { name, arguments: argsText(args) } }),
     assistant: (text, calls) => [calls.length === 0 ? { role: 'assistant', content: text } : { role: 'assistant', content: text ?? null, tool_calls: calls }],
   },
   'ai-sdk': {
+    prompt: userPrompt,
     toCall: ({ id, name, args }) => ({ type: 'tool-call', toolCallId: id, toolName: name, input: argsObject(args) }),
     assistant: (text, calls) => [{ role: 'assistant', content: [...textParts(text), ...calls] }],
+  },
+  gemini: {
+    prompt: (text) => ({ role: 'user', parts: [{ text }] }),
+    toCall: ({ id, name, args }) => ({ functionCall: { id, name, args: argsObject(args) } }),
+    assistant: (text, calls) => [{ role: 'model', parts: [...(text === undefined ? [] : [{ text }]), ...calls] }],
+  },
+  bedrock: {
+    prompt: (text) => ({ role: 'user', content: [{ text }] }),
+    toCall: ({ id, name, args }) => ({ toolUse: { toolUseId: id, name, input: argsObject(args) } }),
+    assistant: (text, calls) => [{ role: 'assistant', content: [...(text === undefined ? [] : [{ text }]), ...calls] }],
   },
 }
 
@@ -92,7 +109,7 @@ async function runAgentLoop(gate, model, { format, context, signal, maxTurns = 2
     throw new TypeError(`runAgentLoop: format must be one of ${Object.keys(FORMATS).join(', ')}; got ${String(format)}`)
   }
   const shape = FORMATS[format]
-  const transcript = [{ role: 'user', content: prompt }]
+  const transcript = [shape.prompt(prompt)]
   const turns = []
   for (let asked = 0; asked < maxTurns; asked++) {
     // An aborted run asks the model nothing more: what its turns would run could only be cancelled.
