@@ -59,7 +59,7 @@ async function turn(): Promise<void> {
   const aiSdk = formatResults(results, 'ai-sdk')
   void [blocks, responses[0].call_id, chat[0].tool_call_id, aiSdk.content[0].output.type, gate.running, gate.list()[0].readOnly]
   // @ts-expect-error results cannot be formatted for an unknown provider
-  formatResults(results, 'gemini')
+  formatResults(results, 'vertex')
 }
 
 const kinds: readonly ErrorKind[] = ERROR_KINDS

@@ -18,8 +18,14 @@ import { createAnthropic as createAnthropic7 } from 'ai-sdk-anthropic7'
 import { createOpenAI as createOpenAI5 } from '@ai-sdk/openai'
 import { createOpenAI as createOpenAI6 } from 'ai-sdk-openai6'
 import { createOpenAI as createOpenAI7 } from 'ai-sdk-openai7'
+import { GoogleGenAI } from '@google/genai'
+import type { Content, FunctionCall, FunctionDeclaration, Part, Tool as GeminiTool } from '@google/genai'
+import { BedrockRuntimeClient, ConverseCommand } from '@aws-sdk/client-bedrock-runtime'
+import type { ContentBlock, Message as BedrockMessage, Tool as BedrockTool, ToolConfiguration } from '@aws-sdk/client-bedrock-runtime'
+import type { ToolCall as LangChainToolCall, InvalidToolCall } from '@langchain/core/messages/tool'
+import type { CallToolRequest } from '@modelcontextprotocol/sdk/types.js'
 import { ToolExecutor, formatResults } from 'toolgate'
-import type { AISDKVersion, ToolResult } from 'toolgate'
+import type { AISDKVersion, ToolCall, ToolResult } from 'toolgate'
 
 const gate = new ToolExecutor()
 
@@ -131,4 +137,69 @@ export function aiSdkTypes(results: ToolResult[], someVersion: AISDKVersion) {
   // @ts-expect-error there is no AI SDK 8 format yet
   formatResults(results, 'ai-sdk', { version: 8 })
   return [tools5, tools6, tools7, message5, message6, message7, byDefault, wrongTools, otherMajorsTools, wrong7, wrong6, wrong5, unknownMajor]
+}
+
+// Gemini (@google/genai, the Gemini API and Vertex AI): calls from the model's parts or `functionCalls`.
+export async function geminiLoop(ai: GoogleGenAI): Promise<void> {
+  const contents: Content[] = [{ role: 'user', parts: [{ text: 'Do I need a coat in Lisbon today?' }] }]
+  const config = { tools: [{ functionDeclarations: gate.definitions('gemini') }] }
+  for (;;) {
+    const response = await ai.models.generateContent({ model: 'gemini-3-pro-preview', contents, config })
+    const content = response.candidates?.[0]?.content
+    const calls = (content?.parts ?? []).filter((part): part is Part & { functionCall: FunctionCall } => part.functionCall !== undefined)
+    if (content === undefined || calls.length === 0) break
+    contents.push(content, formatResults(await gate.execute(calls), 'gemini'))
+  }
+}
+export async function geminiFunctionCalls(ai: GoogleGenAI, contents: Content[]): Promise<Content> {
+  const response = await ai.models.generateContent({ model: 'gemini-3-pro-preview', contents })
+  return formatResults(await gate.execute(response.functionCalls ?? []), 'gemini', { images: false })
+}
+export function geminiTypes(results: ToolResult[], call: FunctionCall) {
+  const declarations: FunctionDeclaration[] = gate.definitions('gemini')
+  const tools: GeminiTool[] = [{ functionDeclarations: gate.definitions('gemini') }]
+  const content: Content = formatResults(results, 'gemini')
+  const part: Part = formatResults(results, 'gemini').parts[0]
+  const calls: ToolCall[] = [call, { functionCall: call }]
+  // @ts-expect-error Chat Completions tools are no function declarations
+  const wrongDeclarations: FunctionDeclaration[] = gate.definitions('openai-chat')
+  // @ts-expect-error a Bedrock toolResult block is no Gemini part
+  const wrongContent: Part = formatResults(results, 'bedrock').content[0]
+  // @ts-expect-error 'gemini' takes images, not version
+  formatResults(results, 'gemini', { version: 7 })
+  return [declarations, tools, content, part, calls, wrongDeclarations, wrongContent]
+}
+
+// Amazon Bedrock Converse (@aws-sdk/client-bedrock-runtime): calls from the message's toolUse blocks.
+export async function bedrockLoop(client: BedrockRuntimeClient): Promise<void> {
+  const messages: BedrockMessage[] = [{ role: 'user', content: [{ text: 'Do I need a coat in Lisbon today?' }] }]
+  const toolConfig: ToolConfiguration = { tools: gate.definitions('bedrock') }
+  for (;;) {
+    const response = await client.send(new ConverseCommand({ modelId: 'anthropic.claude-sonnet-4-5-20250929-v1:0', messages, toolConfig }))
+    const message = response.output?.message
+    const calls = (message?.content ?? []).filter((block): block is ContentBlock.ToolUseMember => block.toolUse !== undefined)
+    if (message === undefined || calls.length === 0) break
+    messages.push(message, formatResults(await gate.execute(calls), 'bedrock'))
+  }
+}
+export function bedrockTypes(results: ToolResult[], block: ContentBlock.ToolUseMember) {
+  const tools: BedrockTool[] = gate.definitions('bedrock')
+  const message: BedrockMessage = formatResults(results, 'bedrock')
+  const content: ContentBlock[] = formatResults(results, 'bedrock').content
+  const calls: ToolCall[] = [block]
+  // @ts-expect-error Gemini declarations are no Bedrock tools
+  const wrongTools: BedrockTool[] = gate.definitions('gemini')
+  // @ts-expect-error an Anthropic message is no Bedrock message
+  const wrongMessage: BedrockMessage = formatResults(results, 'anthropic')
+  // @ts-expect-error 'bedrock' takes no options
+  formatResults(results, 'bedrock', { images: false })
+  return [tools, message, content, calls, wrongTools, wrongMessage]
+}
+
+// LangChain's ToolCall and InvalidToolCall, and MCP's tools/call params, as they are.
+export function callTypes(langchain: LangChainToolCall, invalid: InvalidToolCall, mcp: CallToolRequest['params']) {
+  const calls: ToolCall[] = [langchain, invalid, mcp]
+  // @ts-expect-error a call is an object
+  const notACall: ToolCall[] = ['search']
+  return [calls, notACall]
 }
