@@ -218,6 +218,20 @@ async function main() {
   printResults(results)
   console.log("  formatResults(results, 'openai-responses'):")
   for (const item of formatResults(results, 'openai-responses')) console.log(`    ${JSON.stringify(item)}`)
+
+  // A Gemini model: calls nested in its content parts, usually without ids, and tools in its own schema dialect.
+  section('The same gate behind a Gemini model')
+  const declaration = gate.definitions('gemini').find((d) => d.name === 'get_weather')
+  console.log(`  definitions('gemini'), get_weather: ${JSON.stringify(declaration)}`)
+  const parts = [
+    { text: 'Checking both cities.' },
+    { functionCall: { name: 'get_weather', args: { city: 'Lisbon' } }, thoughtSignature: 'CpIBAY89a1/8' },
+    { functionCall: { id: 'fc_2', name: 'get_weather', args: { city: 42 } } },
+  ]
+  results = await gate.execute(parts.filter((p) => p.functionCall), { context })
+  printResults(results)
+  console.log("  formatResults(results, 'gemini'), one user content; the first id was generated and pairs the answer:")
+  console.log(`    ${JSON.stringify(formatResults(results, 'gemini'))}`)
   console.log(`\n  done in ${Math.round(performance.now() - t0)} ms; nothing keeps Node alive, not even the hung handler.`)
   await gate.close({ timeoutMs: 0 }) // removes the saved outputs (the hung handler is not waited for)
 }

@@ -3,6 +3,8 @@
 import type * as toolgate from 'toolgate'
 import type Anthropic from '@anthropic-ai/sdk'
 import type OpenAI from 'openai'
+import type { GoogleGenAI } from '@google/genai'
+import type { BedrockRuntimeClient } from '@aws-sdk/client-bedrock-runtime'
 
 declare global {
   const ToolExecutor: typeof toolgate.ToolExecutor
@@ -20,6 +22,8 @@ declare global {
   const controller: AbortController
   const anthropic: Anthropic
   const openai: OpenAI
+  const genai: GoogleGenAI
+  const bedrock: BedrockRuntimeClient
   // The application's own parts.
   const ui: { update(callId: string, info: unknown): void }
   function askTheUser(toolName: string, args: unknown): Promise<boolean>
