@@ -34,10 +34,11 @@ describe('lookup', () => {
     assert.deepEqual(calls, { web_search: 0, read_file: 0, write_file: 0, delete_file: 0 })
   })
 
-  it('says so when a call names no tool', async () => {
+  it('says so when a call names no tool: an empty name is unknown_tool, no name field in any shape invalid_arguments', async () => {
     const { gate } = tools()
-    const [r] = await gate.execute([{ id: 'x', input: {} }])
-    assertRefused(r, 'unknown_tool', 'lookup:unknown_tool', 'The call names no tool. Available tools: web_search,')
+    const [empty, none] = await gate.execute([{ id: 'x', name: '', input: {} }, { id: 'y', input: {} }])
+    assertRefused(empty, 'unknown_tool', 'lookup:unknown_tool', 'The call names no tool. Available tools: web_search,')
+    assertRefused(none, 'invalid_arguments', 'lookup:invalid_arguments', 'it names no tool in any shape toolgate reads. Send one of: Anthropic tool_use')
   })
 
   it('with allowedTools, never names a tool outside the list, not even as a suggestion', async () => {
