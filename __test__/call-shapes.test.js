@@ -145,26 +145,33 @@ describe('call shapes', () => {
     })
   })
 
-  it('answers a call that names no tool in any shape with the shapes it reads, and its siblings run', async () => {
+  it('answers an object with no field of any call shape with the shapes it reads, and its siblings run', async () => {
     const { gate, calls } = echoGate()
     const results = await gate.execute([
       { text: 'Let me look that up.' },
       { tool: 'echo', params: { q: 'x' } },
-      { functionCall: { args: { q: 'x' } } },
-      { toolUse: { toolUseId: 't1', input: {} } },
       { id: 'ok', name: 'echo' },
     ])
-    for (const r of results.slice(0, 4)) {
-      assertFailure(r, 'invalid_arguments', 'The tool call could not be read: it names no tool in any shape toolgate reads.',
+    for (const r of results.slice(0, 2)) {
+      assertFailure(r, 'invalid_arguments', 'The tool call could not be read: it has none of the fields of the shapes toolgate reads.',
         'Anthropic tool_use', 'function_call', 'Chat Completions', 'AI SDK tool-call', 'Gemini { functionCall',
         'Bedrock Converse { toolUse', 'LangChain', 'MCP tools/call')
       assert.equal(r.attempts, 0)
       assert.deepEqual(r.metadata.stages, ['lookup:invalid_arguments'])
     }
-    assert.equal(results[3].callId, 't1', 'the id it did carry is kept, so the result pairs with the call')
-    assertSuccess(results[4])
+    assertSuccess(results[2])
     assert.equal(calls.echo, 1)
-    // A name that is there but empty is a call in a known shape, naming a tool that is not registered.
-    assertFailure((await gate.execute([{ id: 'e', name: '' }]))[0], 'unknown_tool', 'The call names no tool.')
+  })
+
+  it('answers a call in a known shape that lacks a name with the tools there are, keeping its id', async () => {
+    const { gate } = echoGate()
+    const results = await gate.execute([
+      { id: 'e', name: '' },
+      { functionCall: { id: 'g', args: { q: 'x' } } },
+      { toolUse: { toolUseId: 't1', input: {} } },
+      { id: 'lc', args: '{"q":', type: 'invalid_tool_call', error: 'no name' },
+    ])
+    assert.deepEqual(results.map((r) => r.callId), ['e', 'g', 't1', 'lc'])
+    for (const r of results) assertFailure(r, 'unknown_tool', 'The call names no tool. Available tools: echo, other.')
   })
 })

@@ -34,11 +34,11 @@ describe('lookup', () => {
     assert.deepEqual(calls, { web_search: 0, read_file: 0, write_file: 0, delete_file: 0 })
   })
 
-  it('says so when a call names no tool: an empty name is unknown_tool, no name field in any shape invalid_arguments', async () => {
+  it('says so when a call names no tool, and lists the shapes for an object that is no call at all', async () => {
     const { gate } = tools()
-    const [empty, none] = await gate.execute([{ id: 'x', name: '', input: {} }, { id: 'y', input: {} }])
-    assertRefused(empty, 'unknown_tool', 'lookup:unknown_tool', 'The call names no tool. Available tools: web_search,')
-    assertRefused(none, 'invalid_arguments', 'lookup:invalid_arguments', 'it names no tool in any shape toolgate reads. Send one of: Anthropic tool_use')
+    const [empty, none, stray] = await gate.execute([{ id: 'x', name: '', input: {} }, { id: 'y', input: {} }, { text: 'hi' }])
+    for (const r of [empty, none]) assertRefused(r, 'unknown_tool', 'lookup:unknown_tool', 'The call names no tool. Available tools: web_search,')
+    assertRefused(stray, 'invalid_arguments', 'lookup:invalid_arguments', 'it has none of the fields of the shapes toolgate reads. Send one of: Anthropic tool_use')
   })
 
   it('with allowedTools, never names a tool outside the list, not even as a suggestion', async () => {

@@ -63,10 +63,14 @@ struct WireCall<'a> {
     input: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
     args: Option<&'a RawValue>,
-    /// The object that holds the call's fields in Chat Completions (`function`), Gemini (`functionCall`) and
+    /// The objects that hold the call's fields in Chat Completions (`function`), Gemini (`functionCall`) and
     /// Bedrock Converse (`toolUse`); the call's own fields come first.
-    #[serde(alias = "functionCall", alias = "toolUse", default, borrow, deserialize_with = "present")]
+    #[serde(default, borrow, deserialize_with = "present")]
     function: Option<&'a RawValue>,
+    #[serde(rename = "functionCall", default, borrow, deserialize_with = "present")]
+    function_call: Option<&'a RawValue>,
+    #[serde(rename = "toolUse", default, borrow, deserialize_with = "present")]
+    tool_use: Option<&'a RawValue>,
     /// MCP `tools/call` params: `_meta.progressToken` names the call when nothing else does.
     #[serde(rename = "_meta", default, borrow, deserialize_with = "present")]
     meta: Option<&'a RawValue>,
@@ -80,8 +84,8 @@ struct WireMeta<'a> {
     progress_token: Option<&'a RawValue>,
 }
 
-/// What a call that names no tool in any shape is told: the shapes read, so the sender can see what it missed.
-pub const SHAPES: &str = "it names no tool in any shape toolgate reads. Send one of: Anthropic tool_use { id, name, input }; \
+/// What a call with none of the fields of any shape is told: the shapes read, so the sender can see what it missed.
+pub const SHAPES: &str = "it has none of the fields of the shapes toolgate reads. Send one of: Anthropic tool_use { id, name, input }; \
 OpenAI Responses function_call { call_id, name, arguments }; Chat Completions { id, function: { name, arguments } }; \
 AI SDK tool-call { toolCallId, toolName, input }; Gemini { functionCall: { id?, name, args } }; \
 Bedrock Converse { toolUse: { toolUseId, name, input } }; LangChain { id, name, args }; \
@@ -108,14 +112,24 @@ fn read_call(item: &RawValue) -> IncomingCall {
     }
 }
 
-/// A call's own fields and those of the object that nests them (`function`, `functionCall`, `toolUse`), both read.
+/// A call's own fields and those of the first object that nests them (`function`, `functionCall`, `toolUse`).
 fn wire_call(text: &str) -> Result<(WireCall<'_>, WireCall<'_>), serde_json::Error> {
     let call: WireCall = serde_json::from_str(text)?;
-    let function = match call.function.filter(|f| f.get().starts_with('{')) {
+    let nest = [call.function, call.function_call, call.tool_use].into_iter().flatten().find(|f| f.get().starts_with('{'));
+    let nested = match nest {
         Some(f) => serde_json::from_str(f.get())?,
         None => WireCall::default(),
     };
-    Ok((call, function))
+    Ok((call, nested))
+}
+
+impl WireCall<'_> {
+    /// Any field of a known shape, the name aside: a call that has one is a call that lacks a name, not a stray object.
+    fn has_call_fields(&self) -> bool {
+        [self.call_id, self.tool_call_id, self.tool_use_id, self.id, self.arguments, self.input, self.args, self.function, self.function_call, self.tool_use, self.meta]
+            .iter()
+            .any(Option::is_some)
+    }
 }
 
 fn from_wire((call, function): (WireCall<'_>, WireCall<'_>)) -> IncomingCall {
@@ -136,7 +150,8 @@ fn from_wire((call, function): (WireCall<'_>, WireCall<'_>)) -> IncomingCall {
         Some(Err(e)) if json::too_deep(&e) => (RawArgs::Unreadable(too_deep()), 0),
         Some(Err(e)) => (RawArgs::Unreadable(format!("The arguments could not be read ({e}). Send them as one JSON object.")), 0),
     };
-    let unreadable = unreadable_why.or_else(|| (!named).then(|| SHAPES.to_string()));
+    let stray = !named && !call.has_call_fields();
+    let unreadable = unreadable_why.or_else(|| stray.then(|| SHAPES.to_string()));
     IncomingCall { id, name, args, unreadable, lone_surrogates }
 }
 
@@ -147,10 +162,12 @@ fn progress_token(meta: &RawValue) -> Option<String> {
         return None;
     }
     let token = serde_json::from_str::<WireMeta>(meta.get()).ok()?.progress_token?;
-    match token.get().as_bytes().first()? {
-        b'"' => non_empty_string(Some(token)),
-        b'-' | b'0'..=b'9' => Some(token.get().to_string()),
-        _ => None,
+    let text = token.get();
+    let integer = text.strip_prefix('-').unwrap_or(text).bytes().all(|b| b.is_ascii_digit()) && text != "-";
+    if integer {
+        Some(text.to_string())
+    } else {
+        non_empty_string(Some(token))
     }
 }
 
@@ -232,7 +249,7 @@ mod tests {
         let text = one(r#"{"name":"search","arguments":{"q":1},"_meta":{"progressToken":"p-1"}}"#);
         assert_eq!((text.id.as_str(), text.args), ("p-1", RawArgs::Parsed(serde_json::json!({"q": 1}))));
         assert_eq!(one(r#"{"name":"search","_meta":{"progressToken":42}}"#).id, "42");
-        for meta in [r#"{}"#, r#"{"progressToken":""}"#, r#"{"progressToken":{"a":1}}"#, r#"[1]"#, r#""x""#] {
+        for meta in [r#"{}"#, r#"{"progressToken":""}"#, r#"{"progressToken":{"a":1}}"#, r#"{"progressToken":1.5}"#, r#"[1]"#, r#""x""#] {
             let call = one(&format!(r#"{{"name":"search","_meta":{meta}}}"#));
             assert!(call.id.starts_with("call_") && call.unreadable.is_none(), "{meta}: {call:?}");
         }
@@ -240,12 +257,26 @@ mod tests {
     }
 
     #[test]
-    fn a_call_that_names_no_tool_in_any_shape_says_which_shapes_are_read() {
-        for call in [r#"{"text":"hi"}"#, r#"{"tool":"search","params":{}}"#, r#"{"function":{"arguments":"{}"}}"#, r#"{}"#] {
+    fn an_object_with_no_field_of_any_shape_says_which_shapes_are_read() {
+        for call in [r#"{"text":"hi"}"#, r#"{"tool":"search","params":{}}"#, r#"{}"#] {
             assert_eq!(one(call).unreadable.as_deref(), Some(SHAPES), "{call}");
         }
         assert!(SHAPES.contains("functionCall") && SHAPES.contains("toolUse") && SHAPES.contains("tool_use"));
-        assert!(one(r#"{"name":""}"#).unreadable.is_none(), "a name that is there but empty is a lookup matter");
+        // A call in a known shape that lacks a name is a lookup matter: the model is told the tools it can call.
+        for call in [r#"{"name":""}"#, r#"{"function":{"arguments":"{}"}}"#, r#"{"id":"x","input":{}}"#, r#"{"functionCall":{"args":{}}}"#, r#"{"args":"{","type":"invalid_tool_call"}"#] {
+            let read = one(call);
+            assert!(read.unreadable.is_none() && read.name.is_empty(), "{call}: {read:?}");
+        }
+    }
+
+    #[test]
+    fn the_first_nesting_object_is_read_and_a_null_one_passed_over() {
+        let both = one(r#"{"functionCall":{"id":"g1","name":"a","args":{"x":1}},"toolUse":{"toolUseId":"b1","name":"b","input":{}}}"#);
+        assert_eq!((both.id.as_str(), both.name.as_str()), ("g1", "a"));
+        let after_null = one(r#"{"toolUse":null,"functionCall":{"id":"g2","name":"a","args":{}}}"#);
+        assert_eq!((after_null.id.as_str(), after_null.name.as_str(), after_null.unreadable), ("g2", "a", None));
+        let not_object = one(r#"{"functionCall":"search","toolUse":{"toolUseId":"t","name":"b"}}"#);
+        assert_eq!((not_object.id.as_str(), not_object.name.as_str()), ("t", "b"));
     }
 
     #[test]
