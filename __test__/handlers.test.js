@@ -325,6 +325,19 @@ describe('arguments that cannot be serialized', () => {
     assert.equal(results[2].callId, 'loop')
     assert.equal(calls.take, 1)
   })
+
+  it('keeps the id and name of a Gemini, Bedrock or MCP call whose arguments hold a BigInt, so its answer pairs', async () => {
+    const { gate } = gateWith([{ name: 'take', readOnly: true, handler: (args) => args }])
+    const results = await gate.execute([
+      { functionCall: { id: 'g1', name: 'take', args: { n: 1n } } },
+      { toolUse: { toolUseId: 'tooluse_1', name: 'take', input: { n: 1n } } },
+      { name: 'take', arguments: { n: 1n }, _meta: { progressToken: 7 } },
+      { toolUse: { toolUseId: 'tooluse_2', name: 'take', input: { n: 2 } } },
+    ])
+    assert.deepEqual(results.map((r) => [r.callId, r.name]), [['g1', 'take'], ['tooluse_1', 'take'], ['7', 'take'], ['tooluse_2', 'take']])
+    for (const r of results.slice(0, 3)) assertFailure(r, 'invalid_arguments', 'cannot be serialized as JSON', 'BigInt')
+    assertSuccess(results[3], '{"n":2}')
+  })
 })
 
 describe('the handler context', () => {

@@ -113,6 +113,19 @@ describe('audit', () => {
     await gate.close()
   })
 
+  it("records the arguments of calls in every shape, nested ones included, as the handler got them", async () => {
+    const records = []
+    const { gate } = gateWith([{ name: 'push', handler: ({ q }) => `pushed ${q}`, parameters: Q }], { audit: { onRecord: (r) => records.push(r) } })
+    await gate.execute([
+      { functionCall: { id: 'g', name: 'push', args: { q: 'gemini' } } },
+      { toolUse: { toolUseId: 'b', name: 'push', input: { q: 'bedrock' } } },
+      { id: 'o', type: 'function', function: { name: 'push', arguments: '{"q":"chat"}' } },
+      { name: 'push', arguments: { q: 'mcp' }, _meta: { progressToken: 'm' } },
+    ])
+    assert.deepEqual(records.map((r) => [r.callId, r.args]), [['g', { q: 'gemini' }], ['b', { q: 'bedrock' }], ['o', { q: 'chat' }], ['m', { q: 'mcp' }]])
+    await gate.close()
+  })
+
   it('drops a last line cut short by a crash, and keeps every whole line', async () => {
     const file = path.join(dir, 'crashed.jsonl')
     fs.writeFileSync(file, '{"callId":"old1"}\n{"callId":"old2"}\n{"callId":"cut-in-the-mi')

@@ -7,11 +7,25 @@ const { clip, textOf, thrownText } = require('./describe.js')
 /** Marker the engine reads in place of a call that JSON.stringify could not serialize. */
 const UNSERIALIZABLE = '__toolgateUnserializable'
 
-/** A call's arguments as the model sent them (parsed when they are JSON text), for traces and audit records. */
+/** The keys of the objects that nest a call's fields (Chat Completions, Gemini, Bedrock Converse), in the order the
+ * engine reads them: it takes the first that holds an object. */
+const NESTS = ['function', 'functionCall', 'toolUse']
+
+function nestOf(call) {
+  for (const key of NESTS) {
+    const value = call?.[key]
+    if (value !== null && typeof value === 'object') return value
+  }
+  return undefined
+}
+
+/** A call's arguments as the model sent them (parsed when they are JSON text), for traces and audit records: the
+ * fields the engine reads, in its order, the call's own before the nested ones. */
 function argumentsOf(call) {
   let raw
   try {
-    raw = call?.input ?? call?.arguments ?? call?.args ?? call?.function?.arguments
+    const nest = nestOf(call)
+    raw = ['arguments', 'input', 'args'].map((key) => call?.[key] ?? nest?.[key]).find((value) => value != null)
   } catch {
     return '(arguments that cannot be read)'
   }
@@ -104,10 +118,11 @@ function serializeCalls(calls) {
 
 /** The fields that pair a call's result with it and name its tool, in any provider's shape (ids in the order the
  * engine reads them). */
-const ID_FIELDS = ['call_id', 'toolCallId', 'id']
+const ID_FIELDS = ['call_id', 'toolCallId', 'toolUseId', 'id']
 const NAME_FIELDS = ['name', 'toolName']
 
-/** What can be read of a call's id and name fields, one field at a time, and whether reading any of them threw. */
+/** What can be read of a call's id and name fields (and MCP's progress token), one field at a time, and whether
+ * reading any of them threw. */
 function readIds(call) {
   const fields = {}
   let threw = false
@@ -123,11 +138,14 @@ function readIds(call) {
   }
   read(call, [...ID_FIELDS, ...NAME_FIELDS], fields)
   const nested = {}
+  let token
   try {
-    read(call?.function, [...ID_FIELDS, ...NAME_FIELDS], nested)
+    read(nestOf(call), [...ID_FIELDS, ...NAME_FIELDS], nested)
+    token = call?._meta?.progressToken
   } catch {
     threw = true
   }
+  if ((typeof token === 'string' && token !== '') || Number.isSafeInteger(token)) fields._meta = { progressToken: token }
   return { fields, nested, threw }
 }
 
@@ -137,8 +155,9 @@ function internalFailures(calls, bug) {
   return Array.from(calls, (call) => {
     const { fields, nested } = readIds(call)
     const pick = (keys) => keys.map((k) => fields[k] || nested[k]).find(Boolean)
+    const token = fields._meta?.progressToken
     return {
-      callId: pick(ID_FIELDS) ?? `call_${Math.random().toString(36).slice(2, 18)}`,
+      callId: pick(ID_FIELDS) ?? (token === undefined ? undefined : String(token)) ?? `call_${Math.random().toString(36).slice(2, 18)}`,
       name: pick(NAME_FIELDS) ?? '',
       success: false,
       output: `Error (handler_error): ${error}`,

@@ -31,15 +31,12 @@ function scriptedModel(turns) {
 }
 
 /** A call in any provider's shape, as `{ id, name, args }`: the id its result carries (the gate's, when the call
- * had none), the name and arguments as the model sent them. */
+ * had none), the name and arguments as the model sent them, read as the gate reads them: the call's own fields
+ * first, then those of the first object that nests them (`function`, `functionCall`, `toolUse`). */
 function readCall(call, result) {
-  const nested = call?.function ?? call?.functionCall ?? call?.toolUse
-  const holder = nested ?? call
-  return {
-    id: result.callId,
-    name: nested?.name ?? call?.name ?? call?.toolName ?? result.name,
-    args: holder?.input ?? holder?.arguments ?? holder?.args,
-  }
+  const nested = [call?.function, call?.functionCall, call?.toolUse].find((n) => n !== null && typeof n === 'object')
+  const field = (keys) => keys.map((key) => call?.[key] ?? nested?.[key]).find((value) => value != null)
+  return { id: result.callId, name: field(['name', 'toolName']) ?? result.name, args: field(['arguments', 'input', 'args']) }
 }
 
 /** Arguments as an object, for the formats whose calls carry one; text that is not JSON stays as it came. */
