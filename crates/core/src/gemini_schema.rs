@@ -3,36 +3,47 @@
 //!
 //! A keyword Gemini has no field for is dropped when it only narrows the values (`multipleOf`, `uniqueItems`, a
 //! closed object...): the gate validates every call against the full schema, so the model loses a hint and nothing
-//! more. A keyword whose loss would describe a different shape (maps, tuples, `not`, conditionals, recursion) is
-//! refused, with what to write instead.
+//! more. So are the shapes the Gemini API answers 400 to that only narrow (a `required` name with no property, a
+//! keyword of another type); an enum of values other than strings goes into the description. A keyword whose loss
+//! would describe a different shape (maps, tuples, `not`, conditionals, recursion) is refused, with what to write
+//! instead.
 
 use serde_json::{Map, Number, Value};
 
 /// Counted while converting, so that a graph of `$ref`s used many times fails before it costs exponential time.
 const MAX_NODES: usize = 10_000;
+/// Bytes of JSON the converted schema may take, counted as values are copied: a definition written in place at
+/// every `$ref` copies its enums, descriptions and defaults each time, which the node count does not see.
+const MAX_BYTES: usize = 1_000_000;
 /// Levels of nesting. A `$ref` and an `allOf` part count as one too: they nest the conversion, and a long chain of
 /// them must not overflow the stack.
 const MAX_DEPTH: usize = 64;
 
 const JSON_TYPES: &[&str] = &["string", "number", "integer", "boolean", "array", "object", "null"];
 
-/// Keywords that belong to one type: when a type list becomes an `anyOf`, each goes to its type's branch.
+/// Keywords that belong to one type: a schema of one type keeps only its type's (Gemini refuses the others), and
+/// when a type list becomes an `anyOf`, each goes to its type's branch.
 const STRING_KEYWORDS: &[&str] = &["minLength", "maxLength", "pattern", "format", "enum"];
-const NUMBER_KEYWORDS: &[&str] = &["minimum", "maximum", "format", "enum"];
+const NUMBER_KEYWORDS: &[&str] = &["minimum", "maximum", "format"];
 const ARRAY_KEYWORDS: &[&str] = &["items", "minItems", "maxItems"];
 const OBJECT_KEYWORDS: &[&str] = &["properties", "required", "minProperties", "maxProperties", "propertyOrdering"];
 
 /// Beside a `$ref` or an `allOf`, the schema's own annotations describe this use of the shared schema, so they win.
 const ANNOTATIONS: &[&str] = &["title", "description", "default", "example"];
 
+/// Where a schema keeps the values Gemini's enum cannot list ("one of: 1, 2") until it is finished, then written
+/// into whichever description the merged schema has. No keyword is copied under this name.
+const NOTE: &str = "(values)";
+
 const MAP: &str = "it has no map type; list the properties, or take an array of { key, value } objects";
 const TUPLE: &str = "it has no tuple type; take an object with named properties, or one schema for every item";
 const CONDITIONAL: &str = "it has no conditionals; take an anyOf with one branch per case";
+const FLATTER: &str = "refer to shared definitions fewer times, or make the schema flatter";
 
 /// A tool's parameters (a JSON Schema of an object, already checked to say type: "object") in Gemini's dialect;
 /// None when the tool takes no parameters (Gemini refuses an OBJECT with no properties; the field may be left unset).
 pub fn parameters(tool: &str, schema: &serde_json::Value) -> Result<Option<serde_json::Value>, String> {
-    let mut converter = Converter { tool, root: schema, nodes: 0, open: Vec::new() };
+    let mut converter = Converter { tool, root: schema, nodes: 0, bytes: 0, open: Vec::new() };
     let converted = converter.schema(schema, "", 0)?;
     let has_properties = converted.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty());
     Ok((has_properties || converted.contains_key("anyOf")).then_some(Value::Object(converted)))
@@ -43,6 +54,7 @@ struct Converter<'a> {
     /// The tool's whole schema, which local `$ref`s point into.
     root: &'a Value,
     nodes: usize,
+    bytes: usize,
     /// Where the schemas being converted sit (JSON pointers), outermost first: a `$ref` to one of them recurses.
     open: Vec<String>,
 }
@@ -53,45 +65,35 @@ struct Declared {
     null: bool,
 }
 
-/// The values an `enum` or `const` allows, as Gemini lists them.
-struct Choices {
-    /// Strings as they are, numbers as their JSON text; null is not listed.
-    values: Vec<Value>,
-    kind: Kind,
+/// The values an `enum` or `const` allows.
+struct Choices<'a> {
+    keyword: &'static str,
+    /// The values other than null.
+    values: Vec<&'a Value>,
     null: bool,
 }
 
-#[derive(Clone, Copy)]
-enum Kind {
-    /// Null is the only value.
-    Null,
-    Strings,
-    Numbers {
-        integers: bool,
-    },
-}
-
-impl Kind {
-    fn fits(self, json_type: &str) -> bool {
-        match self {
-            Kind::Null => false,
-            Kind::Strings => json_type == "string",
-            Kind::Numbers { .. } => json_type == "number" || json_type == "integer",
-        }
-    }
-
-    fn implied(self) -> Option<&'static str> {
-        match self {
-            Kind::Null => None,
-            Kind::Strings => Some("string"),
-            Kind::Numbers { integers: true } => Some("integer"),
-            Kind::Numbers { integers: false } => Some("number"),
-        }
-    }
+/// An `anyOf`'s branches, converted, as Gemini can take them.
+enum Alternatives {
+    /// A branch matches any value, so the `anyOf` narrows nothing.
+    Anything,
+    /// One branch besides null ones, its values note not yet written: merged into the schema, nullable when null
+    /// was a branch.
+    One(Map<String, Value>),
+    /// Several branches besides null ones, and whether null was a branch.
+    Several { branches: Vec<Value>, null: bool },
 }
 
 impl Converter<'_> {
     fn schema(&mut self, schema: &Value, path: &str, depth: usize) -> Result<Map<String, Value>, String> {
+        let converted = self.part(schema, path, depth)?;
+        Ok(noted(self.pruned(converted, path)?))
+    }
+
+    /// A schema converted but not finished. One merged into another (a `$ref`'s target, an `allOf` part) is
+    /// finished with the whole: which `required` names and keywords stay, and which description takes its values
+    /// note, depend on the whole.
+    fn part(&mut self, schema: &Value, path: &str, depth: usize) -> Result<Map<String, Value>, String> {
         self.count(1, path)?;
         if depth > MAX_DEPTH {
             return Err(self.too_deep(path));
@@ -119,10 +121,10 @@ impl Converter<'_> {
         let choices = self.choices(map, path)?;
         let kinds: Vec<&str> = match (&declared, &choices) {
             (Some(declared), Some(choices)) => {
-                declared.kinds.iter().copied().filter(|k| choices.kind.fits(k)).collect()
+                declared.kinds.iter().copied().filter(|k| choices.values.iter().any(|v| fits(v, k))).collect()
             }
             (Some(declared), None) => declared.kinds.clone(),
-            (None, Some(choices)) => choices.kind.implied().into_iter().collect(),
+            (None, Some(choices)) => shared_type(&choices.values).into_iter().collect(),
             (None, None) if map.contains_key("properties") => vec!["object"],
             (None, None) if map.contains_key("items") => vec!["array"],
             (None, None) => Vec::new(),
@@ -134,14 +136,25 @@ impl Converter<'_> {
             (None, Some(choices)) => choices.null,
             (None, None) => false,
         };
-        let typed = declared.is_some() || choices.is_some() || !kinds.is_empty();
-        if kinds.is_empty() && typed && !null {
-            let keyword = if map.contains_key("const") { "const" } else { "enum" };
+        // A type was given, or values that are all null, and no type but null is left.
+        let only_null =
+            kinds.is_empty() && (declared.is_some() || choices.as_ref().is_some_and(|c| c.values.is_empty()));
+        if only_null && !null {
+            let keyword = choices.as_ref().map_or("enum", |c| c.keyword);
             let reason = "none of its values has a type that \"type\" allows; make them agree";
             return Err(self.refuse(keyword, "", path, reason));
         }
-        let branches = kinds.len() > 1;
-        if branches {
+        // The values the type lets through: Gemini's enum when they are strings, else a note in the description.
+        let listed: Vec<&Value> = choices.as_ref().map_or_else(Vec::new, |c| {
+            c.values.iter().copied().filter(|v| declared.is_none() || kinds.iter().any(|k| fits(v, k))).collect()
+        });
+        let strings = !listed.is_empty() && listed.iter().all(|v| v.is_string());
+        let note = match &choices {
+            Some(choices) if !listed.is_empty() && !strings => Some(note(choices.keyword, &listed, null)),
+            _ => None,
+        };
+        let split = kinds.len() > 1;
+        if split {
             if let Some(keyword) = ["anyOf", "oneOf"].into_iter().find(|k| map.contains_key(*k)) {
                 let reason = format!(
                     "a type list becomes an anyOf with one branch per type, and this schema has its own {keyword}; \
@@ -158,52 +171,52 @@ impl Converter<'_> {
             return Err(self.refuse("oneOf", " beside anyOf", path, reason));
         }
         // The branches of a type list put one more level between this schema and its subschemas.
-        let inner = depth + 1 + usize::from(branches);
-        let numbers = choices.as_ref().is_some_and(|c| matches!(c.kind, Kind::Numbers { .. }));
+        let inner = depth + 1 + usize::from(split);
 
         let mut own = Map::new();
+        let mut one_branch = None;
+        let mut null_branch = false;
         for (key, value) in map {
             match key.as_str() {
-                "description" | "title" | "pattern" | "minimum" | "maximum" | "default" | "required"
-                | "propertyOrdering" => {
-                    own.insert(key.clone(), value.clone());
-                }
-                // Vertex's form for a list of numbers: the values as strings, `format: "enum"`.
-                "format" if numbers => {
-                    own.insert(key.clone(), "enum".into());
-                }
-                "format" => {
-                    own.insert(key.clone(), value.clone());
-                }
+                "description" | "title" | "format" | "pattern" | "minimum" | "maximum" | "default" | "required"
+                | "propertyOrdering" => self.keep(&mut own, key, value.clone(), path)?,
                 "minItems" | "maxItems" | "minLength" | "maxLength" | "minProperties" | "maxProperties" => {
-                    own.insert(key.clone(), self.count_text(key, value, path)?);
+                    let count = self.count_text(key, value, path)?;
+                    self.keep(&mut own, key, count, path)?;
                 }
                 "properties" => {
                     let properties = self.properties(value, path, inner)?;
+                    self.spend(entry_bytes(key), path)?;
                     own.insert(key.clone(), Value::Object(properties));
                 }
                 "items" if value.is_array() => return Err(self.refuse("items", " as an array", path, TUPLE)),
                 "items" => {
                     let items = self.schema(value, &child(path, "items"), inner)?;
+                    self.spend(entry_bytes(key), path)?;
                     own.insert(key.clone(), Value::Object(items));
                 }
                 // The model picks one branch either way; the gate still checks oneOf's "exactly one".
-                "anyOf" | "oneOf" => {
-                    let branches = self.branches(key, value, path, inner)?;
-                    own.insert("anyOf".into(), Value::Array(branches));
-                }
-                "enum" | "const" => match &choices {
-                    Some(choices) if !choices.values.is_empty() && !own.contains_key("enum") => {
-                        own.insert("enum".into(), Value::Array(choices.values.clone()));
-                        if numbers && !map.contains_key("format") {
-                            own.insert("format".into(), "enum".into());
-                        }
+                "anyOf" | "oneOf" => match self.alternatives(key, value, path, inner)? {
+                    Alternatives::Anything => {}
+                    Alternatives::One(branch) => one_branch = Some((key.as_str(), branch)),
+                    Alternatives::Several { branches, null } => {
+                        null_branch = null;
+                        self.spend(entry_bytes("anyOf"), path)?;
+                        own.insert("anyOf".into(), Value::Array(branches));
                     }
-                    _ => {}
                 },
+                "enum" | "const" if strings && !own.contains_key("enum") => {
+                    let values = listed.iter().map(|value| (*value).clone()).collect();
+                    self.keep(&mut own, "enum", Value::Array(values), path)?;
+                }
+                "enum" | "const" if !own.contains_key(NOTE) => {
+                    if let Some(note) = &note {
+                        self.keep(&mut own, NOTE, note.as_str().into(), path)?;
+                    }
+                }
                 "examples" => {
                     if let Some(first) = value.as_array().and_then(|examples| examples.first()) {
-                        own.insert("example".into(), first.clone());
+                        self.keep(&mut own, "example", first.clone(), path)?;
                     }
                 }
                 "additionalProperties" | "unevaluatedProperties" if !is_boolean_schema(value) => {
@@ -234,22 +247,22 @@ impl Converter<'_> {
 
         let mut converted = Map::new();
         match kinds.as_slice() {
-            [] if typed => {
-                converted.insert("type".into(), "NULL".into());
-            }
+            [] if only_null => self.keep(&mut converted, "type", "NULL".into(), path)?,
+            // With no type, nullable is needed only where an anyOf's null branch was taken out.
+            [] if null_branch => self.keep(&mut converted, "nullable", true.into(), path)?,
             [] => {}
             [kind] => {
-                converted.insert("type".into(), kind.to_ascii_uppercase().into());
+                self.keep(&mut converted, "type", kind.to_ascii_uppercase().into(), path)?;
                 if null {
-                    converted.insert("nullable".into(), true.into());
+                    self.keep(&mut converted, "nullable", true.into(), path)?;
                 }
             }
             _ => {
                 self.count(kinds.len(), path)?;
                 if null {
-                    converted.insert("nullable".into(), true.into());
+                    self.keep(&mut converted, "nullable", true.into(), path)?;
                 }
-                let (outer, branches) = split_by_type(own, &kinds);
+                let (outer, branches) = self.split_by_type(own, &kinds, path)?;
                 converted.insert("anyOf".into(), Value::Array(branches));
                 own = outer;
             }
@@ -266,16 +279,75 @@ impl Converter<'_> {
             };
             let at = child(path, "allOf");
             for (i, part) in all_of.iter().enumerate() {
-                parts.push(("allOf", self.schema(part, &child(&at, &i.to_string()), depth + 1)?));
+                parts.push(("allOf", self.part(part, &child(&at, &i.to_string()), depth + 1)?));
             }
         }
+        parts.extend(one_branch);
         if parts.is_empty() {
             return Ok(converted);
         }
         self.merged(converted, parts, path)
     }
 
-    /// A schema and the parts it must also match (what its `$ref` points to, its `allOf`) as one schema.
+    /// A converted schema without what the Gemini API answers 400 to: keywords of another type than its own,
+    /// `required` names that are not among its properties, empty `properties`. An array needs its `items`.
+    fn pruned(&self, mut schema: Map<String, Value>, path: &str) -> Result<Map<String, Value>, String> {
+        if let Some(kind) = schema.get("type").and_then(Value::as_str).map(str::to_ascii_lowercase) {
+            let own = keywords_of(&kind);
+            schema.retain(|key, _| own.contains(&key.as_str()) || !is_typed_keyword(key));
+            if kind == "array" && !schema.contains_key("items") {
+                let what = "is missing: Gemini needs an array's items schema; give it items";
+                return Err(self.invalid("items", path, what));
+            }
+        }
+        if schema.get("properties").and_then(Value::as_object).is_some_and(Map::is_empty) {
+            schema.shift_remove("properties");
+        }
+        let required: Vec<Value> = match (schema.get("required"), schema.get("properties")) {
+            (Some(Value::Array(names)), Some(Value::Object(properties))) => {
+                names.iter().filter(|name| name.as_str().is_some_and(|n| properties.contains_key(n))).cloned().collect()
+            }
+            _ => Vec::new(),
+        };
+        if required.is_empty() {
+            schema.shift_remove("required");
+        } else {
+            schema.insert("required".into(), Value::Array(required));
+        }
+        Ok(schema)
+    }
+
+    /// A type list's schema as an outer schema (annotations) and one branch per type with that type's keywords.
+    fn split_by_type(
+        &mut self,
+        schema: Map<String, Value>,
+        kinds: &[&str],
+        path: &str,
+    ) -> Result<(Map<String, Value>, Vec<Value>), String> {
+        let mut branches = Vec::with_capacity(kinds.len());
+        for kind in kinds {
+            let mut branch = Map::new();
+            self.keep(&mut branch, "type", kind.to_ascii_uppercase().into(), path)?;
+            branches.push(branch);
+        }
+        let mut outer = Map::new();
+        for (key, value) in schema {
+            if !is_typed_keyword(&key) {
+                outer.insert(key, value);
+                continue;
+            }
+            for (kind, branch) in kinds.iter().zip(&mut branches) {
+                if keywords_of(kind).contains(&key.as_str()) {
+                    branch.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        let branches = branches.into_iter().map(|branch| self.pruned(branch, path).map(Value::Object));
+        Ok((outer, branches.collect::<Result<_, _>>()?))
+    }
+
+    /// A schema and the parts it must also match (what its `$ref` points to, its `allOf`, an `anyOf`'s one branch)
+    /// as one schema.
     fn merged(
         &self,
         mut schema: Map<String, Value>,
@@ -314,10 +386,17 @@ impl Converter<'_> {
         own: &[&str],
     ) -> Result<(), String> {
         let disagree = |what: String| {
-            let reason = if keyword == "$ref" {
-                format!("the keywords beside it disagree with the schema it points to on {what}; make them agree")
-            } else {
-                format!("its parts disagree on {what}, and Gemini has no allOf; make them agree, or write one schema")
+            let reason = match keyword {
+                "$ref" => {
+                    format!("the keywords beside it disagree with the schema it points to on {what}; make them agree")
+                }
+                "anyOf" | "oneOf" => format!(
+                    "the keywords beside it disagree with its one branch on {what}; make them agree, or move them \
+                     into the branch"
+                ),
+                _ => format!(
+                    "its parts disagree on {what}, and Gemini has no allOf; make them agree, or write one schema"
+                ),
             };
             self.refuse(keyword, "", path, &reason)
         };
@@ -343,6 +422,8 @@ impl Converter<'_> {
                     }
                 }
             }
+            // The values only narrow, and the gate checks every list: the first note is hint enough.
+            (NOTE, Some(_), _) => {}
             // Of the numbers, both allow the integers.
             ("type", Some(existing), value) if is_number_pair(existing, &value) => *existing = "INTEGER".into(),
             (_, Some(_), _) if own.contains(&key.as_str()) => {}
@@ -374,7 +455,7 @@ impl Converter<'_> {
         let Some(schema) = self.root.pointer(&pointer) else {
             return Err(self.refuse("$ref", &how, path, "it points to nothing in the tool's schema; fix the pointer"));
         };
-        self.schema(schema, &pointer, depth)
+        self.part(schema, &pointer, depth)
     }
 
     fn types(&self, value: &Value, path: &str) -> Result<Declared, String> {
@@ -405,7 +486,7 @@ impl Converter<'_> {
     }
 
     /// `enum` and `const` as one list of values (a `const` must be one of the `enum`'s values).
-    fn choices(&self, map: &Map<String, Value>, path: &str) -> Result<Option<Choices>, String> {
+    fn choices<'m>(&self, map: &'m Map<String, Value>, path: &str) -> Result<Option<Choices<'m>>, String> {
         let listed = match map.get("enum") {
             Some(Value::Array(values)) => Some(values),
             Some(_) => return Err(self.invalid("enum", path, "must be an array")),
@@ -414,55 +495,20 @@ impl Converter<'_> {
         let Some(constant) = map.get("const") else {
             return listed.map(|values| self.choices_of("enum", values, path)).transpose();
         };
-        if let Some(values) = listed {
-            self.choices_of("enum", values, path)?;
-            if !values.contains(constant) {
-                let reason = "it is not one of the enum's values, so no value is valid; drop one of them";
-                return Err(self.refuse("const", "", path, reason));
-            }
+        if listed.is_some_and(|values| !values.contains(constant)) {
+            let reason = "it is not one of the enum's values, so no value is valid; drop one of them";
+            return Err(self.refuse("const", "", path, reason));
         }
         self.choices_of("const", std::slice::from_ref(constant), path).map(Some)
     }
 
-    fn choices_of(&self, keyword: &str, values: &[Value], path: &str) -> Result<Choices, String> {
-        let (mut strings, mut numbers, mut integers) = (false, false, true);
-        let mut choices = Choices { values: Vec::new(), kind: Kind::Null, null: false };
-        for value in values {
-            match value {
-                Value::Null => choices.null = true,
-                Value::String(_) => {
-                    strings = true;
-                    choices.values.push(value.clone());
-                }
-                Value::Number(n) => {
-                    numbers = true;
-                    integers &= is_integer(n);
-                    choices.values.push(Value::String(n.to_string()));
-                }
-                Value::Bool(_) => {
-                    let reason = "Gemini's enum lists strings and numbers only; take a property of type boolean";
-                    return Err(self.refuse(keyword, " with a boolean", path, reason));
-                }
-                Value::Array(_) | Value::Object(_) => {
-                    let reason = "Gemini's enum lists strings and numbers only; list strings, or describe the shape";
-                    return Err(self.refuse(keyword, " with an object or array", path, reason));
-                }
-            }
-        }
-        if strings && numbers {
-            let reason = "it mixes strings and numbers, and Gemini's enum lists one type; make them all strings";
-            return Err(self.refuse(keyword, "", path, reason));
-        }
-        if choices.values.is_empty() && !choices.null {
+    fn choices_of<'m>(&self, keyword: &'static str, values: &'m [Value], path: &str) -> Result<Choices<'m>, String> {
+        if values.is_empty() {
             let reason = "it lists no value, so nothing is valid; list the values allowed";
             return Err(self.refuse(keyword, "", path, reason));
         }
-        choices.kind = match (strings, numbers) {
-            (true, _) => Kind::Strings,
-            (_, true) => Kind::Numbers { integers },
-            _ => Kind::Null,
-        };
-        Ok(choices)
+        let (nulls, values): (Vec<&Value>, Vec<&Value>) = values.iter().partition(|value| value.is_null());
+        Ok(Choices { keyword, values, null: !nulls.is_empty() })
     }
 
     fn properties(&mut self, value: &Value, path: &str, depth: usize) -> Result<Map<String, Value>, String> {
@@ -470,22 +516,45 @@ impl Converter<'_> {
             return Err(self.invalid("properties", path, "must be an object of schemas"));
         };
         let at = child(path, "properties");
-        properties
-            .iter()
-            .map(|(name, schema)| Ok((name.clone(), Value::Object(self.schema(schema, &child(&at, name), depth)?))))
-            .collect()
+        let mut converted = Map::new();
+        for (name, schema) in properties {
+            let property = self.schema(schema, &child(&at, name), depth)?;
+            self.spend(entry_bytes(name), path)?;
+            converted.insert(name.clone(), Value::Object(property));
+        }
+        Ok(converted)
     }
 
-    fn branches(&mut self, keyword: &str, value: &Value, path: &str, depth: usize) -> Result<Vec<Value>, String> {
+    fn alternatives(&mut self, keyword: &str, value: &Value, path: &str, depth: usize) -> Result<Alternatives, String> {
         let Value::Array(branches) = value else {
             return Err(self.invalid(keyword, path, "must be an array of schemas"));
         };
         let at = child(path, keyword);
-        branches
-            .iter()
-            .enumerate()
-            .map(|(i, branch)| Ok(Value::Object(self.schema(branch, &child(&at, &i.to_string()), depth)?)))
-            .collect()
+        let mut converted = Vec::with_capacity(branches.len());
+        for (i, branch) in branches.iter().enumerate() {
+            let branch_path = child(&at, &i.to_string());
+            let branch = self.part(branch, &branch_path, depth)?;
+            converted.push(self.pruned(branch, &branch_path)?);
+        }
+        if converted.iter().any(Map::is_empty) {
+            return Ok(Alternatives::Anything);
+        }
+        // zod's `.nullable()` of an object or a union: the schema, or null.
+        let (nulls, others): (Vec<_>, Vec<_>) =
+            converted.into_iter().partition(|branch| branch.get("type").is_some_and(|t| t == "NULL"));
+        let (null, others) = if others.is_empty() { (false, nulls) } else { (!nulls.is_empty(), others) };
+        match <[Map<String, Value>; 1]>::try_from(others) {
+            Ok([mut one]) => {
+                if null && !admits_null(&one) {
+                    self.keep(&mut one, "nullable", true.into(), path)?;
+                }
+                Ok(Alternatives::One(one))
+            }
+            Err(several) => {
+                let branches = several.into_iter().map(|branch| Value::Object(noted(branch))).collect();
+                Ok(Alternatives::Several { branches, null })
+            }
+        }
     }
 
     /// The six counts are int64 in Gemini's protocol, which its JSON writes as strings.
@@ -498,7 +567,25 @@ impl Converter<'_> {
     fn count(&mut self, nodes: usize, path: &str) -> Result<(), String> {
         self.nodes += nodes;
         if self.nodes > MAX_NODES {
-            return Err(self.too_large(&format!("it has more than {MAX_NODES} schema nodes"), path));
+            let what = format!("it has more than {MAX_NODES} schema nodes");
+            return Err(self.too_large(&what, FLATTER, path));
+        }
+        Ok(())
+    }
+
+    /// Puts a value into a converted schema, its JSON counted against the size bound first.
+    fn keep(&mut self, into: &mut Map<String, Value>, key: &str, value: Value, path: &str) -> Result<(), String> {
+        self.spend(entry_bytes(key) + json_bytes(&value), path)?;
+        into.insert(key.to_owned(), value);
+        Ok(())
+    }
+
+    fn spend(&mut self, bytes: usize, path: &str) -> Result<(), String> {
+        self.bytes = self.bytes.saturating_add(bytes);
+        if self.bytes > MAX_BYTES {
+            let what = format!("it is over {MAX_BYTES} bytes of JSON");
+            let advice = "refer to shared definitions fewer times, or shorten their enums, descriptions and defaults";
+            return Err(self.too_large(&what, advice, path));
         }
         Ok(())
     }
@@ -513,47 +600,112 @@ impl Converter<'_> {
 
     fn too_deep(&self, path: &str) -> String {
         let what = format!("it nests deeper than {MAX_DEPTH} levels (a $ref or an allOf part counts as one)");
-        self.too_large(&what, path)
+        self.too_large(&what, FLATTER, path)
     }
 
-    fn too_large(&self, what: &str, path: &str) -> String {
+    fn too_large(&self, what: &str, advice: &str, path: &str) -> String {
         format!(
-            "tool \"{}\": the parameters schema is too large for Gemini once its $refs are inlined: {what} ({}); \
-             refer to shared definitions fewer times, or make the schema flatter",
+            "tool \"{}\": the parameters schema is too large for Gemini once its $refs are written in place: {what} \
+             ({}); {advice}",
             self.tool,
             at(path)
         )
     }
 }
 
-/// A type list's schema as an outer schema (annotations) and one branch per type with that type's keywords; a
-/// keyword of a type the list does not have is dropped.
-fn split_by_type(schema: Map<String, Value>, kinds: &[&str]) -> (Map<String, Value>, Vec<Value>) {
-    let keywords = |kind: &str| match kind {
+fn keywords_of(json_type: &str) -> &'static [&'static str] {
+    match json_type {
         "string" => STRING_KEYWORDS,
         "number" | "integer" => NUMBER_KEYWORDS,
         "array" => ARRAY_KEYWORDS,
         "object" => OBJECT_KEYWORDS,
         _ => &[],
+    }
+}
+
+fn is_typed_keyword(key: &str) -> bool {
+    [STRING_KEYWORDS, NUMBER_KEYWORDS, ARRAY_KEYWORDS, OBJECT_KEYWORDS].iter().any(|keywords| keywords.contains(&key))
+}
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if is_integer(n) => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Whether a value has the JSON type; every integer is a number too.
+fn fits(value: &Value, json_type_name: &str) -> bool {
+    let own = json_type(value);
+    own == json_type_name || (own == "integer" && json_type_name == "number")
+}
+
+/// The JSON type the values share (number for integers and fractions), None when they differ or there are none.
+fn shared_type(values: &[&Value]) -> Option<&'static str> {
+    let mut types = values.iter().map(|value| json_type(value));
+    let first = types.next()?;
+    types.try_fold(first, |shared, next| match (shared, next) {
+        _ if shared == next => Some(shared),
+        ("integer" | "number", "integer" | "number") => Some("number"),
+        _ => None,
+    })
+}
+
+/// The values of an `enum` ("one of: 1, 2") or a `const` ("always: 3") as JSON text, null too when it is valid.
+fn note(keyword: &str, values: &[&Value], null: bool) -> String {
+    let mut texts: Vec<String> = values.iter().map(|value| value.to_string()).collect();
+    if null {
+        texts.push("null".to_owned());
+    }
+    let lead = if keyword == "const" { "always" } else { "one of" };
+    format!("{lead}: {}", texts.join(", "))
+}
+
+/// A schema with its values note written into the description: "<description> (one of: 1, 2)", or "One of: 1, 2"
+/// where the note stood when there is no description.
+fn noted(schema: Map<String, Value>) -> Map<String, Value> {
+    let Some(Value::String(note)) = schema.get(NOTE) else {
+        return schema;
     };
-    let mut branches: Vec<Map<String, Value>> = kinds
-        .iter()
-        .map(|kind| Map::from_iter([("type".to_owned(), Value::from(kind.to_ascii_uppercase()))]))
-        .collect();
-    let mut outer = Map::new();
-    for (key, value) in schema {
-        let all = [STRING_KEYWORDS, NUMBER_KEYWORDS, ARRAY_KEYWORDS, OBJECT_KEYWORDS];
-        if !all.iter().any(|keywords| keywords.contains(&key.as_str())) {
-            outer.insert(key, value);
-            continue;
+    let note = note.clone();
+    let described = schema.get("description").is_some_and(Value::is_string);
+    let capitalized = || note[..1].to_ascii_uppercase() + &note[1..];
+    schema
+        .into_iter()
+        .filter_map(|(key, value)| match (key.as_str(), value) {
+            (NOTE, _) if described => None,
+            (NOTE, _) => Some(("description".to_owned(), capitalized().into())),
+            ("description", Value::String(description)) => Some((key, format!("{description} ({note})").into())),
+            ("description", _) => None,
+            (_, value) => Some((key, value)),
+        })
+        .collect()
+}
+
+/// A key's quotes, colon and comma beside its text.
+fn entry_bytes(key: &str) -> usize {
+    key.len() + 4
+}
+
+/// The length of a value's JSON text, counted without writing it out.
+fn json_bytes(value: &Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
         }
-        for (kind, branch) in kinds.iter().zip(&mut branches) {
-            if keywords(kind).contains(&key.as_str()) {
-                branch.insert(key.clone(), value.clone());
-            }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
         }
     }
-    (outer, branches.into_iter().map(Value::Object).collect())
+    let mut counter = Counter(0);
+    serde_json::to_writer(&mut counter, value).map_or(usize::MAX, |()| counter.0)
 }
 
 /// Whether null passes a converted schema.
@@ -620,7 +772,6 @@ fn at(path: &str) -> String {
         format!("at {path}")
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -634,6 +785,61 @@ mod tests {
     fn assert_converts(schema: Value, expected: Value) {
         let converted = parameters("lookup", &schema).expect("converts").expect("has parameters");
         assert_eq!(pretty(&converted), pretty(&expected));
+        assert_gemini_takes(&converted, "");
+    }
+
+    /// The fields of Gemini's `Schema`, and the shapes its API answers 400 to.
+    fn assert_gemini_takes(schema: &Value, path: &str) {
+        const FIELDS: &[&str] = &[
+            "anyOf",
+            "default",
+            "description",
+            "enum",
+            "example",
+            "format",
+            "items",
+            "maxItems",
+            "maxLength",
+            "maxProperties",
+            "maximum",
+            "minItems",
+            "minLength",
+            "minProperties",
+            "minimum",
+            "nullable",
+            "pattern",
+            "properties",
+            "propertyOrdering",
+            "required",
+            "title",
+            "type",
+        ];
+        let node = schema.as_object().expect("a schema is an object");
+        let kind = node.get("type").and_then(Value::as_str).map(str::to_ascii_lowercase);
+        for key in node.keys() {
+            assert!(FIELDS.contains(&key.as_str()), "{path}: {key} is no field of Gemini's");
+            if let Some(kind) = &kind {
+                assert!(!is_typed_keyword(key) || keywords_of(kind).contains(&key.as_str()), "{path}: {key} on {kind}");
+            }
+        }
+        assert!(kind.as_deref() != Some("array") || node.contains_key("items"), "{path}: an array without items");
+        assert!(node.get("enum").is_none_or(|e| e.as_array().is_some_and(|e| e.iter().all(Value::is_string))));
+        let properties = node.get("properties").map(|p| p.as_object().expect("properties are an object"));
+        assert!(properties.is_none_or(|p| !p.is_empty()), "{path}: empty properties");
+        for name in node.get("required").and_then(Value::as_array).into_iter().flatten() {
+            let name = name.as_str().expect("a required name is a string");
+            assert!(properties.is_some_and(|p| p.contains_key(name)), "{path}: required {name} is no property");
+        }
+        for (name, property) in properties.into_iter().flatten() {
+            assert_gemini_takes(property, &child(&child(path, "properties"), name));
+        }
+        if let Some(items) = node.get("items") {
+            assert_gemini_takes(items, &child(path, "items"));
+        }
+        for (i, branch) in node.get("anyOf").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            assert!(branch.as_object().is_some_and(|b| !b.is_empty()), "{path}: an anyOf branch that is {{}}");
+            assert_gemini_takes(branch, &child(&child(path, "anyOf"), &i.to_string()));
+        }
     }
 
     /// One property `p` holding `schema`, so that a rule is seen where it usually applies: below the top.
@@ -820,15 +1026,22 @@ mod tests {
                 "s": {"enum": ["x", "y"]},
                 "i": {"enum": [1, 2.0]},
                 "n": {"enum": [1, 2.5]},
-                "c": {"const": "x"}
+                "c": {"const": "x"},
+                "b": {"enum": [true, false]},
+                "h": {"const": {"a": 1}},
+                "any": {"enum": ["a", 1]}
             }}),
             json!({"type": "OBJECT", "properties": {
                 "o": {"type": "OBJECT", "properties": {"a": {}}},
                 "a": {"type": "ARRAY", "items": {"type": "STRING"}},
                 "s": {"type": "STRING", "enum": ["x", "y"]},
-                "i": {"type": "INTEGER", "enum": ["1", "2.0"], "format": "enum"},
-                "n": {"type": "NUMBER", "enum": ["1", "2.5"], "format": "enum"},
-                "c": {"type": "STRING", "enum": ["x"]}
+                "i": {"type": "INTEGER", "description": "One of: 1, 2.0"},
+                "n": {"type": "NUMBER", "description": "One of: 1, 2.5"},
+                "c": {"type": "STRING", "enum": ["x"]},
+                "b": {"type": "BOOLEAN", "description": "One of: true, false"},
+                "h": {"type": "OBJECT", "description": "Always: {\"a\":1}"},
+                // Values of different types imply none.
+                "any": {"description": "One of: \"a\", 1"}
             }}),
         );
     }
@@ -850,25 +1063,50 @@ mod tests {
     }
 
     #[test]
-    fn enum_keeps_strings_and_lists_numbers_as_text() {
+    fn enum_of_strings_is_kept_and_other_values_go_into_the_description() {
         assert_property(
             json!({"type": "string", "enum": ["a", "b"], "format": "x"}),
             json!({"type": "STRING", "enum": ["a", "b"], "format": "x"}),
         );
-        // An enum's format is "enum", whatever it said before.
+        // The Gemini API answers "enum: only allowed for STRING type" to anything else.
         assert_property(
             json!({"type": "integer", "format": "int32", "enum": [1, 2, -3]}),
-            json!({"type": "INTEGER", "format": "enum", "enum": ["1", "2", "-3"]}),
+            json!({"type": "INTEGER", "format": "int32", "description": "One of: 1, 2, -3"}),
         );
         assert_property(
-            json!({"type": "number", "enum": [0.5, 1e3]}),
-            json!({"type": "NUMBER", "enum": ["0.5", "1000.0"], "format": "enum"}),
+            json!({"type": "number", "description": "a size", "enum": [0.5, 1e3]}),
+            json!({"type": "NUMBER", "description": "a size (one of: 0.5, 1000.0)"}),
+        );
+        // With no description, the note stands where the enum was.
+        assert_property(
+            json!({"enum": [1, 2], "minimum": 0, "type": "integer"}),
+            json!({"type": "INTEGER", "description": "One of: 1, 2", "minimum": 0}),
+        );
+        assert_property(
+            json!({"type": "array", "items": {"type": "integer"}, "enum": [[1], [2, 3]]}),
+            json!({"type": "ARRAY", "items": {"type": "INTEGER"}, "description": "One of: [1], [2,3]"}),
         );
         // A type list keeps only the types an enum's values have.
         assert_property(
             json!({"type": ["string", "number", "boolean"], "enum": [1, 2]}),
-            json!({"type": "NUMBER", "enum": ["1", "2"], "format": "enum"}),
+            json!({"type": "NUMBER", "description": "One of: 1, 2"}),
         );
+        assert_property(
+            json!({"type": ["string", "integer"], "enum": ["a", 1], "description": "d"}),
+            json!({"anyOf": [{"type": "STRING"}, {"type": "INTEGER"}], "description": "d (one of: \"a\", 1)"}),
+        );
+        // Values the type rules out are not listed.
+        assert_property(json!({"type": "string", "enum": ["a", 1]}), json!({"type": "STRING", "enum": ["a"]}));
+        assert_property(
+            json!({"type": "integer", "enum": [1, 2.5, "a"]}),
+            json!({"type": "INTEGER", "description": "One of: 1"}),
+        );
+        // Null is listed where it is valid.
+        assert_property(
+            json!({"type": ["integer", "null"], "enum": [1, null]}),
+            json!({"type": "INTEGER", "nullable": true, "description": "One of: 1, null"}),
+        );
+        assert_property(json!({"enum": ["a", 1, null]}), json!({"description": "One of: \"a\", 1, null"}));
     }
 
     #[test]
@@ -885,16 +1123,11 @@ mod tests {
     }
 
     #[test]
-    fn enum_values_gemini_cannot_list_are_refused() {
-        assert_property_refused(json!({"enum": [true, false]}), "enum");
-        assert_property_refused(json!({"enum": [{"a": 1}]}), "enum");
-        assert_property_refused(json!({"enum": [[1]]}), "enum");
-        let mixed = assert_property_refused(json!({"enum": ["a", 1]}), "enum");
-        assert!(mixed.contains("mixes strings and numbers"), "{mixed}");
+    fn enum_values_no_type_allows_are_refused() {
         assert_property_refused(json!({"enum": []}), "enum");
         assert_property_refused(json!({"type": "integer", "enum": ["a"]}), "enum");
-        assert_property_refused(json!({"type": "boolean", "const": true}), "const");
-        assert_property_refused(json!({"const": {"a": 1}}), "const");
+        assert_property_refused(json!({"type": "string", "enum": [1, null]}), "enum");
+        assert_property_refused(json!({"type": "boolean", "const": 1}), "const");
         assert_property_refused(json!({"enum": ["a", "b"], "const": "c"}), "const");
     }
 
@@ -902,10 +1135,32 @@ mod tests {
     fn const_is_an_enum_of_one() {
         assert_property(
             json!({"const": 3, "description": "three"}),
-            json!({"type": "INTEGER", "enum": ["3"], "format": "enum", "description": "three"}),
+            json!({"type": "INTEGER", "description": "three (always: 3)"}),
         );
+        assert_property(json!({"const": true}), json!({"type": "BOOLEAN", "description": "Always: true"}));
         assert_property(json!({"type": "string", "const": "x"}), json!({"type": "STRING", "enum": ["x"]}));
         assert_property(json!({"enum": ["a", "b"], "const": "b"}), json!({"type": "STRING", "enum": ["b"]}));
+    }
+
+    #[test]
+    fn a_definitions_values_join_the_description_where_it_is_used() {
+        // A pydantic IntEnum: the definition has the values, the property beside its $ref the description.
+        let defs = json!({"Level": {"enum": [1, 2, 3], "title": "Level", "type": "integer"}});
+        assert_converts(
+            json!({"type": "object", "$defs": defs, "properties": {
+                "level": {"$ref": "#/$defs/Level", "description": "how bad"},
+                "maybe": {"anyOf": [{"$ref": "#/$defs/Level"}, {"type": "null"}], "description": "if known"}
+            }}),
+            json!({"type": "OBJECT", "properties": {
+                "level": {"type": "INTEGER", "description": "how bad (one of: 1, 2, 3)", "title": "Level"},
+                "maybe": {"type": "INTEGER", "nullable": true, "description": "if known (one of: 1, 2, 3)", "title": "Level"}
+            }}),
+        );
+        // Parts with values of their own: the first list is the hint.
+        assert_property(
+            json!({"allOf": [{"enum": [1, 2]}, {"enum": [2, 3]}]}),
+            json!({"type": "INTEGER", "description": "One of: 1, 2"}),
+        );
     }
 
     #[test]
@@ -1037,7 +1292,7 @@ mod tests {
         let schema = json!({"type": "object", "properties": {"root": {"$ref": "#/$defs/d0"}}, "$defs": defs});
         // Refused on the count, after about 10,000 of the 2^20 nodes it stands for.
         let message = refusal(schema);
-        assert!(message.starts_with("tool \"lookup\": the parameters schema is too large for Gemini once its $refs are inlined: it has more than 10000 schema nodes (at /$defs/"), "{message}");
+        assert!(message.starts_with("tool \"lookup\": the parameters schema is too large for Gemini once its $refs are written in place: it has more than 10000 schema nodes (at /$defs/"), "{message}");
     }
 
     #[test]
@@ -1052,7 +1307,8 @@ mod tests {
         assert_property(nested(63), expected);
         let message = refusal(json!({"type": "object", "properties": {"p": nested(64)}}));
         assert!(
-            message.contains("too large for Gemini once its $refs are inlined: it nests deeper than 64 levels"),
+            message
+                .contains("too large for Gemini once its $refs are written in place: it nests deeper than 64 levels"),
             "{message}"
         );
         assert!(message.contains("(at /properties/p/items"), "{message}");
@@ -1207,5 +1463,162 @@ mod tests {
             "$defs": {"Bad": {"type": "object", "properties": {"m": {"type": "object", "additionalProperties": true, "patternProperties": {"x": {}}}}}}});
         assert_refused(schema, "patternProperties", "/$defs/Bad/properties/m");
         assert_refused(json!({"type": "object", "properties": {"a~b/c": {"not": {}}}}), "not", "/properties/a~0b~1c");
+    }
+
+    #[test]
+    fn an_output_over_a_million_bytes_is_refused_while_it_is_written() {
+        // One 10,000-value enum written in place at each of 200 $refs: some 26 MB of JSON.
+        let codes: Vec<String> = (0..10_000).map(|i| format!("value_{i}")).collect();
+        let mut properties = Map::new();
+        for i in 0..200 {
+            properties.insert(format!("p{i}"), json!({"$ref": "#/$defs/Codes"}));
+        }
+        // Never reached: the count stops the conversion a few copies in.
+        properties.insert("last".into(), json!({"not": {}}));
+        let message = refusal(json!({"type": "object", "properties": properties, "$defs": {"Codes": {"enum": codes}}}));
+        assert_eq!(
+            message,
+            "tool \"lookup\": the parameters schema is too large for Gemini once its $refs are written in place: it is \
+             over 1000000 bytes of JSON (at /$defs/Codes); refer to shared definitions fewer times, or shorten their \
+             enums, descriptions and defaults"
+        );
+    }
+
+    #[test]
+    fn copied_values_cost_their_size() {
+        let big = "x".repeat(MAX_BYTES);
+        let long_name = Map::from_iter([(big.clone(), json!({"type": "string"}))]);
+        for schema in [
+            json!({"type": "string", "default": big}),
+            json!({"type": "object", "properties": {"a": {"type": "string"}}, "default": {"a": big}}),
+            json!({"type": "string", "examples": [big, "y"]}),
+            json!({"type": "string", "description": big}),
+            json!({"type": "object", "properties": long_name}),
+            // Written out as "One of: 0, 1, 2, ...": some 1.3 MB.
+            json!({"type": "integer", "enum": (0..200_000).collect::<Vec<_>>()}),
+        ] {
+            let message = refusal(json!({"type": "object", "properties": {"p": schema}}));
+            assert!(message.contains("it is over 1000000 bytes of JSON (at /properties/p)"), "{message}");
+        }
+        let half = "x".repeat(MAX_BYTES / 2);
+        assert_property(json!({"type": "string", "default": half}), json!({"type": "STRING", "default": half}));
+    }
+
+    #[test]
+    fn required_names_without_a_property_are_dropped() {
+        // The Gemini API answers "required[0]: property is not defined"; the gate still checks the full list.
+        assert_converts(
+            json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b", "a"]}),
+            json!({"type": "OBJECT", "properties": {"a": {"type": "STRING"}}, "required": ["a"]}),
+        );
+        assert_property(
+            json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]}),
+            json!({"type": "OBJECT", "properties": {"a": {"type": "STRING"}}}),
+        );
+        assert_property(json!({"type": "object", "required": ["b"]}), json!({"type": "OBJECT"}));
+        // Checked against the whole schema, once its parts are merged.
+        assert_property(
+            json!({"allOf": [{"required": ["a"]}, {"properties": {"a": {"type": "string"}}}]}),
+            json!({"type": "OBJECT", "required": ["a"], "properties": {"a": {"type": "STRING"}}}),
+        );
+    }
+
+    #[test]
+    fn empty_properties_are_left_out() {
+        // "properties: should be non-empty for OBJECT type". z.object({}) as zod writes it:
+        assert_property(
+            json!({"type": "object", "properties": {}, "additionalProperties": false}),
+            json!({"type": "OBJECT"}),
+        );
+        assert_property(json!({"properties": {}, "required": []}), json!({"type": "OBJECT"}));
+    }
+
+    #[test]
+    fn an_array_without_items_is_refused() {
+        // The Gemini API answers "items: missing field".
+        for schema in [
+            json!({"type": "array"}),
+            json!({"type": ["array", "null"], "maxItems": 3}),
+            json!({"type": ["array", "string"]}),
+            json!({"enum": [[1], [2]]}),
+        ] {
+            assert_eq!(
+                refusal(json!({"type": "object", "properties": {"p": schema}})),
+                "tool \"lookup\": \"items\" (at /properties/p) is missing: Gemini needs an array's items schema; give \
+                 it items"
+            );
+        }
+        // The items may come from a part the array is merged with.
+        assert_property(
+            json!({"type": "array", "allOf": [{"items": {"type": "string"}}]}),
+            json!({"type": "ARRAY", "items": {"type": "STRING"}}),
+        );
+    }
+
+    #[test]
+    fn keywords_of_another_type_are_dropped() {
+        // "properties: only allowed for OBJECT type", and so on for each type.
+        assert_property(
+            json!({"type": "number", "minimum": 0, "minLength": 1, "pattern": "^a", "items": {"type": "string"},
+                "required": ["a"]}),
+            json!({"type": "NUMBER", "minimum": 0}),
+        );
+        assert_property(
+            json!({"type": "string", "format": "date", "properties": {"a": {"type": "string"}}, "maxItems": 2,
+                "maximum": 3}),
+            json!({"type": "STRING", "format": "date"}),
+        );
+        assert_property(
+            json!({"type": "boolean", "format": "x", "maxLength": 1, "description": "d"}),
+            json!({"type": "BOOLEAN", "description": "d"}),
+        );
+        assert_property(
+            json!({"type": "integer", "allOf": [{"maxLength": 2, "maximum": 9}]}),
+            json!({"type": "INTEGER", "maximum": 9}),
+        );
+        // With no type there is no other type.
+        assert_property(json!({"minLength": 1, "minimum": 0}), json!({"minLength": "1", "minimum": 0}));
+    }
+
+    #[test]
+    fn an_any_of_with_a_branch_that_matches_anything_is_dropped() {
+        // Neither branch has the properties its required name is for, so each is {}.
+        assert_property(
+            json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+                "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}),
+            json!({"type": "OBJECT", "properties": {"a": {"type": "STRING"}, "b": {"type": "STRING"}}}),
+        );
+        assert_property(json!({"anyOf": [{"type": "string"}, true], "description": "d"}), json!({"description": "d"}));
+        assert_property(json!({"oneOf": [{}, {"type": "null"}]}), json!({}));
+    }
+
+    #[test]
+    fn any_of_a_schema_or_null_is_the_schema_nullable() {
+        // z.toJSONSchema(z.object({ o: Address.nullable().describe('d') })).
+        let address = json!({"type": "object", "properties": {"street": {"type": "string"}}, "required": ["street"],
+            "additionalProperties": false});
+        let converted = json!({"properties": {"street": {"type": "STRING"}}, "required": ["street"]});
+        let mut expected = json!({"type": "OBJECT", "nullable": true, "description": "d"});
+        expected.as_object_mut().expect("an object").extend(converted.as_object().expect("an object").clone());
+        assert_property(json!({"description": "d", "anyOf": [address, {"type": "null"}]}), expected);
+        assert_property(
+            json!({"oneOf": [{"type": "null"}, {"type": "string", "maxLength": 3}]}),
+            json!({"type": "STRING", "nullable": true, "maxLength": "3"}),
+        );
+        // A type beside the anyOf that rules null out wins.
+        let mut expected = json!({"type": "OBJECT"});
+        expected.as_object_mut().expect("an object").extend(converted.as_object().expect("an object").clone());
+        assert_property(json!({"type": "object", "anyOf": [address, {"type": "null"}]}), expected);
+        // One branch is the branch; several stay, and null makes the schema nullable.
+        assert_property(json!({"anyOf": [{"type": "integer"}]}), json!({"type": "INTEGER"}));
+        assert_property(
+            json!({"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]}),
+            json!({"nullable": true, "anyOf": [{"type": "STRING"}, {"type": "INTEGER"}]}),
+        );
+        let message = assert_property_refused(
+            json!({"type": "string", "maxLength": 3, "anyOf": [{"maxLength": 4}, {"type": "null"}]}),
+            "anyOf",
+        );
+        assert!(message.contains("disagree with its one branch on \"maxLength\""), "{message}");
     }
 }
