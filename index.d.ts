@@ -775,13 +775,15 @@ export interface GeminiFunctionCall {
   name?: string
   args?: Record<string, unknown>
 }
-/** Gemini content part that holds a function call (a `Part` of `@google/genai` whose `functionCall` is set). */
+/** Gemini content part (a `Part` of `@google/genai`), so that `parts.filter((p) => p.functionCall)` is taken as it
+ * is: one without a `functionCall` gets an `invalid_arguments` result. */
 export interface GeminiFunctionCallPart {
-  functionCall: GeminiFunctionCall
+  functionCall?: GeminiFunctionCall
 }
-/** Bedrock Converse `toolUse` content block (`ContentBlock.ToolUseMember` of `@aws-sdk/client-bedrock-runtime`). */
+/** Bedrock Converse content block (`ContentBlock` of `@aws-sdk/client-bedrock-runtime`), so that
+ * `content.filter((b) => b.toolUse)` is taken as it is: one without a `toolUse` gets an `invalid_arguments` result. */
 export interface BedrockToolUseBlock {
-  toolUse: { toolUseId?: string; name?: string; input?: unknown }
+  toolUse?: { toolUseId?: string; name?: string; input?: unknown }
 }
 /** LangChain `ToolCall` (`AIMessage.tool_calls[i]`; `invalid_tool_calls[i]` carries `args` as the raw text). */
 export interface LangChainToolCall {

@@ -146,7 +146,7 @@ export async function geminiLoop(ai: GoogleGenAI): Promise<void> {
   for (;;) {
     const response = await ai.models.generateContent({ model: 'gemini-3-pro-preview', contents, config })
     const content = response.candidates?.[0]?.content
-    const calls = (content?.parts ?? []).filter((part): part is Part & { functionCall: FunctionCall } => part.functionCall !== undefined)
+    const calls = (content?.parts ?? []).filter((part) => part.functionCall)
     if (content === undefined || calls.length === 0) break
     contents.push(content, formatResults(await gate.execute(calls), 'gemini'))
   }
@@ -177,7 +177,7 @@ export async function bedrockLoop(client: BedrockRuntimeClient): Promise<void> {
   for (;;) {
     const response = await client.send(new ConverseCommand({ modelId: 'anthropic.claude-sonnet-4-5-20250929-v1:0', messages, toolConfig }))
     const message = response.output?.message
-    const calls = (message?.content ?? []).filter((block): block is ContentBlock.ToolUseMember => block.toolUse !== undefined)
+    const calls = (message?.content ?? []).filter((block) => block.toolUse)
     if (message === undefined || calls.length === 0) break
     messages.push(message, formatResults(await gate.execute(calls), 'bedrock'))
   }
