@@ -124,7 +124,9 @@ impl Converter<'_> {
                 declared.kinds.iter().copied().filter(|k| choices.values.iter().any(|v| fits(v, k))).collect()
             }
             (Some(declared), None) => declared.kinds.clone(),
-            (None, Some(choices)) => shared_type(&choices.values).into_iter().collect(),
+            // Values of arrays or objects say nothing of their items or properties, which Gemini needs beside
+            // those types: such a schema stays untyped.
+            (None, Some(choices)) => shared_type(&choices.values).filter(|t| !matches!(*t, "array" | "object")).into_iter().collect(),
             (None, None) if map.contains_key("properties") => vec!["object"],
             (None, None) if map.contains_key("items") => vec!["array"],
             (None, None) => Vec::new(),
@@ -148,7 +150,8 @@ impl Converter<'_> {
         let listed: Vec<&Value> = choices.as_ref().map_or_else(Vec::new, |c| {
             c.values.iter().copied().filter(|v| declared.is_none() || kinds.iter().any(|k| fits(v, k))).collect()
         });
-        let strings = !listed.is_empty() && listed.iter().all(|v| v.is_string());
+        // The Gemini API refuses an empty string in an enum ("cannot be empty"): such values go in the note too.
+        let strings = !listed.is_empty() && listed.iter().all(|v| v.as_str().is_some_and(|s| !s.is_empty()));
         let note = match &choices {
             Some(choices) if !listed.is_empty() && !strings => Some(note(choices.keyword, &listed, null)),
             _ => None,
@@ -1039,7 +1042,7 @@ mod tests {
                 "n": {"type": "NUMBER", "description": "One of: 1, 2.5"},
                 "c": {"type": "STRING", "enum": ["x"]},
                 "b": {"type": "BOOLEAN", "description": "One of: true, false"},
-                "h": {"type": "OBJECT", "description": "Always: {\"a\":1}"},
+                "h": {"description": "Always: {\"a\":1}"},
                 // Values of different types imply none.
                 "any": {"description": "One of: \"a\", 1"}
             }}),
@@ -1086,6 +1089,13 @@ mod tests {
             json!({"type": "array", "items": {"type": "integer"}, "enum": [[1], [2, 3]]}),
             json!({"type": "ARRAY", "items": {"type": "INTEGER"}, "description": "One of: [1], [2,3]"}),
         );
+        // An empty string, which Gemini's enum refuses, and values of arrays with no type to say their items.
+        assert_property(
+            json!({"type": "string", "enum": ["", "eq"]}),
+            json!({"type": "STRING", "description": "One of: \"\", \"eq\""}),
+        );
+        assert_property(json!({"const": [1, 2]}), json!({"description": "Always: [1,2]"}));
+        assert_property(json!({"enum": [{"a": 1}, {"a": 2}]}), json!({"description": "One of: {\"a\":1}, {\"a\":2}"}));
         // A type list keeps only the types an enum's values have.
         assert_property(
             json!({"type": ["string", "number", "boolean"], "enum": [1, 2]}),
@@ -1540,7 +1550,7 @@ mod tests {
             json!({"type": "array"}),
             json!({"type": ["array", "null"], "maxItems": 3}),
             json!({"type": ["array", "string"]}),
-            json!({"enum": [[1], [2]]}),
+            json!({"type": "array", "enum": [[1], [2]]}),
         ] {
             assert_eq!(
                 refusal(json!({"type": "object", "properties": {"p": schema}})),
