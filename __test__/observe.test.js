@@ -123,6 +123,15 @@ describe('audit', () => {
       { name: 'push', arguments: { q: 'mcp' }, _meta: { progressToken: 'm' } },
     ])
     assert.deepEqual(records.map((r) => [r.callId, r.args]), [['g', { q: 'gemini' }], ['b', { q: 'bedrock' }], ['o', { q: 'chat' }], ['m', { q: 'mcp' }]])
+    // A field that is there as null means no arguments, as the engine reads it, and an array is no nesting object.
+    records.length = 0
+    await gate.execute([
+      { id: 'n1', name: 'push', arguments: null, input: { q: 'not sent' } },
+      { id: 'n2', arguments: null, function: { name: 'push', arguments: '{"q":"not sent"}' } },
+      { function: [], functionCall: { id: 'n3', name: 'push', args: { q: 'nested' } } },
+      { id: 'n4', name: 'push', arguments: ' ' },
+    ])
+    assert.deepEqual(records.map((r) => [r.callId, r.args]), [['n1', {}], ['n2', {}], ['n3', { q: 'nested' }], ['n4', {}]])
     await gate.close()
   })
 

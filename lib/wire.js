@@ -14,22 +14,27 @@ const NESTS = ['function', 'functionCall', 'toolUse']
 function nestOf(call) {
   for (const key of NESTS) {
     const value = call?.[key]
-    if (value !== null && typeof value === 'object') return value
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) return value
   }
   return undefined
 }
 
 /** A call's arguments as the model sent them (parsed when they are JSON text), for traces and audit records: the
- * fields the engine reads, in its order, the call's own before the nested ones. */
+ * field the engine reads, the first of `arguments`, `input` and `args` that is there (`null` too, which means none),
+ * the call's own before the nested one's. */
 function argumentsOf(call) {
   let raw
   try {
     const nest = nestOf(call)
-    raw = ['arguments', 'input', 'args'].map((key) => call?.[key] ?? nest?.[key]).find((value) => value != null)
+    for (const key of ['arguments', 'input', 'args']) {
+      raw = call?.[key] !== undefined ? call[key] : nest?.[key]
+      if (raw !== undefined) break
+    }
   } catch {
     return '(arguments that cannot be read)'
   }
   if (typeof raw !== 'string') return raw ?? {}
+  if (raw.trim() === '') return {}
   try {
     return JSON.parse(raw)
   } catch {

@@ -34,8 +34,9 @@ function scriptedModel(turns) {
  * had none), the name and arguments as the model sent them, read as the gate reads them: the call's own fields
  * first, then those of the first object that nests them (`function`, `functionCall`, `toolUse`). */
 function readCall(call, result) {
-  const nested = [call?.function, call?.functionCall, call?.toolUse].find((n) => n !== null && typeof n === 'object')
-  const field = (keys) => keys.map((key) => call?.[key] ?? nested?.[key]).find((value) => value != null)
+  const nested = [call?.function, call?.functionCall, call?.toolUse].find((n) => n !== null && typeof n === 'object' && !Array.isArray(n))
+  // The first field that is there, `null` too (no arguments), as the gate reads them.
+  const field = (keys) => keys.map((key) => (call?.[key] !== undefined ? call[key] : nested?.[key])).find((value) => value !== undefined)
   return { id: result.callId, name: field(['name', 'toolName']) ?? result.name, args: field(['arguments', 'input', 'args']) }
 }
 
