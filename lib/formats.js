@@ -33,12 +33,14 @@ function forLlm(result) {
   return `Error (${result.errorKind ?? 'handler_error'}): ${result.error ?? result.output}`
 }
 
-/**
- * A result's content for a format that takes images: its text alone, or its text and then as parts the images
- * `accepts` lets through (the text's "[image n: …]" line stands for any left out).
- */
+/** The result's images a format takes (`accepts`): the text's "[image n: …]" line stands for any left out. */
+function imagesOf(result, accepts) {
+  return (result.metadata?.images ?? []).filter(accepts)
+}
+
+/** A result's content for a format that takes images: its text alone, or its text and then the images as parts. */
 function withImages(result, textPart, imagePart, accepts = () => true) {
-  const images = (result.metadata?.images ?? []).filter(accepts)
+  const images = imagesOf(result, accepts)
   if (images.length === 0) return forLlm(result)
   return [textPart(forLlm(result)), ...images.map(imagePart)]
 }
@@ -147,7 +149,7 @@ function formatResults(results, format, options) {
 /** A `functionResponse`: the output (the structure itself when it says all) or the error, and the images inline. */
 function geminiResponse(result, images) {
   const response = result.success ? { output: structureOf(result, () => true) ?? result.output } : { error: forLlm(result) }
-  const inline = images ? (result.metadata?.images ?? []).filter((i) => GEMINI_IMAGE_TYPES.includes(i.mediaType)) : []
+  const inline = images ? imagesOf(result, (i) => GEMINI_IMAGE_TYPES.includes(i.mediaType)) : []
   const parts = inline.map((i) => ({ inlineData: { mimeType: i.mediaType, data: i.data } }))
   return { name: result.name, id: result.callId, response, ...(parts.length > 0 ? { parts } : {}) }
 }
@@ -156,9 +158,8 @@ function geminiResponse(result, images) {
 function bedrockResult(result) {
   const structure = structureOf(result, (s) => !Array.isArray(s))
   const content = [structure === undefined ? { text: forLlm(result) || '(no output)' } : { json: structure }]
-  for (const image of result.metadata?.images ?? []) {
-    const format = BEDROCK_IMAGE_FORMATS[image.mediaType]
-    if (format !== undefined) content.push({ image: { format, source: { bytes: Buffer.from(image.data, 'base64') } } })
+  for (const image of imagesOf(result, (i) => Object.hasOwn(BEDROCK_IMAGE_FORMATS, i.mediaType))) {
+    content.push({ image: { format: BEDROCK_IMAGE_FORMATS[image.mediaType], source: { bytes: Buffer.from(image.data, 'base64') } } })
   }
   return { toolUseId: result.callId, content, ...(result.success ? {} : { status: 'error' }) }
 }
