@@ -9,6 +9,7 @@ const { createHash } = require('node:crypto')
 const { RetryableError } = require('../../index.js')
 // Taken at load: a test that fakes the global timers must not stall the mount's own timers.
 const { setTimeout, clearTimeout } = require('node:timers')
+const { MAX_TIMER_MS } = require('./mcp-limits.js')
 
 /** Names the gate accepts: what every provider accepts. */
 const NAME_CHARS = /[^A-Za-z0-9_-]/g
@@ -17,9 +18,6 @@ const MAX_PREFIX = 32
 /** Bounds on what a server's listing may make the gate hold: no server can grow it without end. */
 const MAX_PAGES = 1_000
 const MAX_TOOLS = 10_000
-/** The longest a JS timer waits (a longer one fires at once): the SDK's own request timeout is set to it, so
- * that the gate's limits, which abort the request through its signal, are the ones that hold. */
-const MAX_TIMER_MS = 2 ** 31 - 1
 /** How long the listing of tools may take unless the mount says otherwise (the SDK's default). */
 const LIST_TIMEOUT_MS = 60_000
 /** Notifications that come together are one re-listing. */

@@ -10,11 +10,9 @@ const { readFile } = require('node:fs/promises')
 const { finished } = require('node:stream')
 // Taken at load: a test that fakes the global timers must not keep sessions open or close them early.
 const { setTimeout, clearTimeout } = require('node:timers')
+const { MAX_TIMER_MS } = require('./mcp-limits.js')
 
 const PACKAGE_VERSION = require('../../package.json').version
-/** The longest a JS timer waits: the SDK's own timeout of an elicitation, so that the gate's approval limit is the
- * one that holds. */
-const MAX_TIMER_MS = 2 ** 31 - 1
 /** How much of a call's arguments an approval question quotes. */
 const QUOTED_ARGS = 500
 /** Streamable HTTP sessions held at most (the least recently used closes first) and how long an idle one lives. */
