@@ -255,6 +255,19 @@ impl Engine {
         self.reply(&env, step)
     }
 
+    /// The shared store's answer to a ticket a step sent: one reply per operation, as a JSON array.
+    #[napi(catch_unwind)]
+    pub fn answer_store(&mut self, env: Env, ticket: u32, replies_json: String) -> Result<String> {
+        let step = self.inner.answer_store(ticket, &replies_json, self.now());
+        self.reply(&env, step)
+    }
+
+    /// The prefix of the cache keys `invalidate(tool, args)` forgets, for a shared store to forget its own.
+    #[napi(catch_unwind)]
+    pub fn cache_prefix(&self, tool: String, args_json: Option<String>) -> Result<String> {
+        self.inner.cache_prefix(&tool, args_json.as_deref()).map_err(fail)
+    }
+
     /// The tool's `rollbackWhen` function judged what `run` returned useless; call before completing it.
     #[napi(catch_unwind)]
     pub fn judged(&mut self, run: u32, reason: String) {

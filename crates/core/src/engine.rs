@@ -29,6 +29,7 @@ use crate::repair;
 use crate::result::{failure_output, AttemptError, ErrorKind, PermissionNote, Redactions, Repair, Rollback, StageTable, StationMark, ToolResult};
 use crate::scheduler::Schedule;
 use crate::shape::Shaper;
+use crate::shared::{CountPlan, Op};
 use crate::store::{Bucket, MemoryLimits, MemoryStore, Store, Take};
 use crate::text::{clip, QUOTED_CHARS};
 use crate::timer::{after, Deadlines};
@@ -36,6 +37,9 @@ use crate::judge;
 use crate::metrics::CallMetrics;
 use crate::panic::{self, contained};
 use crate::{checks, fence, invoke, json, lookup, parse, retry, shape, validate};
+
+mod remote;
+use remote::Shared;
 
 /// A handler to start: `[run, turn, callId, toolName, args, attempt]` on the wire.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,6 +91,9 @@ pub struct Step {
     /// outcome ('resolved' | 'rejected'), ms past the deadline]` on the wire.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub late: Vec<(u32, ErrorKind, &'static str, f64)>,
+    /// Operations for the shared store, by ticket: `[ticket, [op, …]]`, each answered with `Engine::answer_store`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub store: Vec<(u32, Vec<Op>)>,
 }
 
 /// `[ticket, kind, turn, callId, toolName, args, rule, reason, index]` on the wire; kind is `validate`, `check` or
@@ -169,7 +176,13 @@ impl HostAnswer {
 
 impl Step {
     pub fn is_empty(&self) -> bool {
-        self.turn.is_none() && self.start.is_empty() && self.abort.is_empty() && self.done.is_empty() && self.host.is_empty() && self.late.is_empty()
+        self.turn.is_none()
+            && self.start.is_empty()
+            && self.abort.is_empty()
+            && self.done.is_empty()
+            && self.host.is_empty()
+            && self.late.is_empty()
+            && self.store.is_empty()
     }
 
     /// Adds what another step asks for (the host answers several engine calls at once).
@@ -180,6 +193,7 @@ impl Step {
         self.done.extend(other.done);
         self.host.extend(other.host);
         self.late.extend(other.late);
+        self.store.extend(other.store);
     }
 
     /// The wire form: empty string when there is nothing to do, so the host can skip parsing.
@@ -207,6 +221,10 @@ pub enum Alarm {
     Turn(u32),
     /// How long the host may take to answer a request (a check, an approval).
     Host(u32),
+    /// How long the shared store may take to answer a ticket.
+    Store(u32),
+    /// The next look of a call waiting for an identical call another process runs: (turn, call index).
+    Poll(u32, usize),
 }
 
 struct Slot {
@@ -240,7 +258,20 @@ struct Slot {
     permission: Option<(&'static str, String)>,
     /// When each attempt's handler started.
     starts: Vec<Instant>,
+    /// With a shared store: what dedup and cache will ask of it when the call is handed out.
+    deferred: Option<Deferred>,
+    /// Waiting for an identical call another process runs: since when, the last wait between looks, and when
+    /// the next look is due.
+    polling: Option<(Instant, Duration, Instant)>,
+    /// Why the shared store failed this call, which went on without it.
+    store_error: Option<String>,
     result: Option<ToolResult>,
+}
+
+/// What a call's dedup and cache need from a shared store, asked in one ticket when the call is handed out.
+struct Deferred {
+    count: Option<CountPlan>,
+    cache_key: Option<String>,
 }
 
 impl Slot {
@@ -265,6 +296,9 @@ impl Slot {
             pending: None,
             permission: None,
             starts: Vec::new(),
+            deferred: None,
+            polling: None,
+            store_error: None,
             result: None,
         }
     }
@@ -388,6 +422,8 @@ pub struct Engine {
     stage_table: StageTable,
     /// A tool place was freed: turns held back by `maxConcurrency` get another look.
     places_freed: bool,
+    /// The store shared between processes, when there is one: the tickets it has not answered, and what goes out.
+    shared: Option<Shared>,
     next_turn: u32,
     next_run: u32,
 }
@@ -438,6 +474,7 @@ impl Engine {
             dirty: BTreeSet::new(),
             stage_table: StageTable::default(),
             places_freed: false,
+            shared: options.store.clone().map(Shared::new),
             options,
             registry: Registry::default(),
             turns: FxHashMap::default(),
@@ -725,7 +762,13 @@ impl Engine {
             Decision::Ask { by, reason } => {
                 slot.marks.push(mark("permission", "asked"));
                 slot.permission = Some(("asked", by.clone()));
-                self.ask_host(HostKind::Approve, turn_id, index, slot, tool, args, Some((by, reason)), now);
+                // Another process may have been given this approval for the session: the store knows.
+                if let (Some(_), false) = (&self.shared, session.is_empty()) {
+                    let session = session.to_string();
+                    slot.pending = Some(self.ask_remembered(turn_id, index, &session, &tool.spec.name, by, reason, now));
+                } else {
+                    self.ask_host(HostKind::Approve, turn_id, index, slot, tool, args, Some((by, reason)), now);
+                }
                 true
             }
         }
@@ -734,8 +777,7 @@ impl Engine {
     /// The call waits until the host answers (or its time to answer passes).
     #[allow(clippy::too_many_arguments)]
     fn ask_host(&mut self, kind: HostKind, turn_id: u32, index: usize, slot: &mut Slot, tool: &Tool, args: &Value, rule: Option<(String, Option<String>)>, now: Instant) {
-        let ticket = self.next_ticket;
-        self.next_ticket = self.next_ticket.wrapping_add(1).max(1);
+        let ticket = self.take_ticket();
         let limit = match kind {
             HostKind::Validate | HostKind::Check => self.options.check_timeout_ms,
             HostKind::Approve => self.options.approval_timeout_ms,
@@ -747,6 +789,13 @@ impl Engine {
         slot.pending = Some(ticket);
         let (rule, reason) = rule.map_or((None, None), |(by, reason)| (Some(by), reason));
         self.outbox.push(HostRequest { ticket, kind, turn: turn_id, call_id: slot.id.clone(), name: tool.spec.name.clone(), args: args.clone(), rule, reason, index });
+    }
+
+    /// A fresh ticket, for a request to the host or to the shared store.
+    fn take_ticket(&mut self) -> u32 {
+        let ticket = self.next_ticket;
+        self.next_ticket = self.next_ticket.wrapping_add(1).max(1);
+        ticket
     }
 
     /// The host answered a request (a check or an approval). An answer that comes too late, or for a call whose
@@ -873,6 +922,7 @@ impl Engine {
                     slot.permission = Some(("approved", format!("{asked_by}; {how} by the approval callback")));
                     if let Some(session) = session {
                         self.remembered.push(remembered_key(&session, &name, &asked_by), ());
+                        self.share_remembered(&session, &name, &asked_by);
                     }
                 }
                 refused
@@ -921,55 +971,37 @@ impl Engine {
     /// holds its result); a call that joined an identical call in flight stays runnable and waits for it.
     #[allow(clippy::too_many_arguments)]
     fn avoid(&mut self, turn_id: u32, index: usize, slot: &mut Slot, tool: &Tool, args: &Value, fields: &HashMap<String, String>, now: Instant) -> bool {
+        if self.shared.is_some() {
+            return self.defer(slot, tool, args, fields);
+        }
         let name = tool.spec.name.as_str();
         if let (Some(session), true) = (fields.get("sessionId"), tool.dedup.mode != Mode::Off) {
             let key = tool.dedup.query_key(name, args);
             let ttl = Duration::from_millis(self.options.dedup.session_ttl_ms);
             // Counted on arrival, so that a repeat within one turn is seen; a call that never runs gives it back.
             let earlier = self.store.increment(session, &key, ttl, now) - 1;
-            if earlier > 0 {
-                counters_of(&mut self.counters, name).duplicates += 1;
-                match tool.dedup.mode {
-                    Mode::Refuse => {
-                        self.store.decrement(session, &key);
-                        slot.marks.push(mark("dedup", "refused"));
-                        let mut result = dedup::refused(slot.id.clone(), name, earlier);
-                        result.metadata.repeats = Some(earlier);
-                        slot.result = Some(result);
-                        return false;
-                    }
-                    Mode::Reuse => {
-                        let reused = self.store.get(&reuse_key(session, &key), now);
-                        if let Some(mut result) = reused.and_then(|text| Kept::revive(&text, slot.id.clone(), name.to_string())) {
-                            slot.marks.push(mark("dedup", "reused"));
-                            result.metadata.repeats = Some(earlier);
-                            result.metadata.reused = true;
-                            self.hand_over(&result, fields);
-                            slot.result = Some(result);
-                            return false;
-                        }
-                        slot.marks.push(mark("dedup", "repeat"));
-                    }
-                    _ => slot.marks.push(mark("dedup", "repeat")),
-                }
-            } else {
-                slot.marks.push(mark("dedup", "first"));
+            let mode = tool.dedup.mode;
+            if earlier > 0 && mode == Mode::Refuse {
+                self.store.decrement(session, &key);
             }
-            slot.dedup = Some(DedupMark { session: session.clone(), key, earlier });
+            let reused = (earlier > 0 && mode == Mode::Reuse).then(|| self.store.get(&reuse_key(session, &key), now)).flatten();
+            if let Some(result) = self.repeated(slot, tool, session, &key, earlier, reused.as_deref(), fields) {
+                slot.result = Some(result);
+                return false;
+            }
         }
         let Some(rule) = &tool.cache else { return true };
         let scope = rule.scope.as_ref().map(|field| fields.get(field).map_or("", String::as_str));
         let key = cache::key(name, args, scope);
-        let counters = counters_of(&mut self.counters, name);
-        if let Some(mut result) = self.store.get(&key, now).and_then(|text| Kept::revive(&text, slot.id.clone(), name.to_string())) {
-            counters.cache_hits += 1;
-            slot.marks.push(mark("cache", "hit"));
-            result.cached = true;
-            self.hand_over(&result, fields);
-            slot.result = Some(result);
-            return false;
+        match self.store.get(&key, now) {
+            Some(text) => {
+                if let Some(result) = self.cache_hit(slot, name, &text, fields) {
+                    slot.result = Some(result);
+                    return false;
+                }
+            }
+            None => counters_of(&mut self.counters, name).cache_misses += 1,
         }
-        counters.cache_misses += 1;
         // A call that joins runs in its turn's schedule like any call, but when handed out it waits for the flight.
         self.join_or_lead(key, name, turn_id, index).assign(slot);
         true
@@ -990,36 +1022,45 @@ impl Engine {
         }
     }
 
+    /// The buckets a call's tokens come from: the executor's and the tool's, each keyed by its split field, with
+    /// the wait the call may make for it (never past its turn's deadline), and whether it is the executor's.
+    fn limits_of(&self, turn_id: u32, index: usize, now: Instant) -> Vec<(String, Bucket, Duration, bool)> {
+        let turn = self.turns.get(&turn_id).expect("a live turn");
+        let tool = turn.slots[index].tool.as_ref().expect("a scheduled call has a tool");
+        let latest = turn.deadline.map(|(at, _)| at);
+        [(self.rate_limit.as_ref(), true), (tool.rate_limit.as_ref(), false)]
+            .into_iter()
+            .filter_map(|(limit, whole)| {
+                let limit = limit?;
+                let split = limit.key.as_ref().map_or("", |field| turn.policy.fields.get(field).map_or("", String::as_str));
+                let key = if whole { format!("*{}{split}", cache::SEP) } else { format!("{}{}{split}", tool.spec.name, cache::SEP) };
+                let max_wait = latest.map_or(limit.max_wait, |end| limit.max_wait.min(end.saturating_duration_since(now)));
+                Some((key, limit.bucket, max_wait, whole))
+            })
+            .collect()
+    }
+
     /// Station 8 for a call the scheduler hands out: a token from the executor's bucket and the tool's, now or
     /// after a wait the call may make; else a `rate_limited` result.
     fn take_tokens(&mut self, turn_id: u32, index: usize, now: Instant) -> Result<Option<(Instant, Reserved)>, Box<ToolResult>> {
-        let turn = self.turns.get(&turn_id).expect("a live turn");
-        let policy_fields = &turn.policy.fields;
-        let slot = &turn.slots[index];
-        let tool = slot.tool.clone().expect("a scheduled call has a tool");
-        let latest = turn.deadline.map(|(at, _)| at);
         let mut ready_at = now;
         let mut taken = Vec::new();
-        let limits = [(self.rate_limit.clone(), true), (tool.rate_limit.clone(), false)];
-        for (limit, whole) in limits {
-            let Some(limit) = limit else { continue };
-            let split = limit.key.as_ref().map_or("", |field| policy_fields.get(field).map_or("", String::as_str));
-            let bucket_key = if whole { format!("*{}{split}", cache::SEP) } else { format!("{}{}{split}", tool.spec.name, cache::SEP) };
-            // A wait may not outlast the turn's deadline.
-            let max_wait = latest.map_or(limit.max_wait, |end| limit.max_wait.min(end.saturating_duration_since(now)));
-            match self.store.take_token(&bucket_key, limit.bucket, max_wait, now) {
-                Take::Now => taken.push((bucket_key, limit.bucket)),
+        for (bucket_key, bucket, max_wait, whole) in self.limits_of(turn_id, index, now) {
+            match self.store.take_token(&bucket_key, bucket, max_wait, now) {
+                Take::Now => taken.push((bucket_key, bucket)),
                 Take::After(wait) => {
                     ready_at = ready_at.max(after(now, wait));
-                    taken.push((bucket_key, limit.bucket));
+                    taken.push((bucket_key, bucket));
                 }
                 Take::Refused(wait) => {
                     // The call does not run: a token the other bucket gave it goes back.
                     for (key, bucket) in taken {
                         self.store.refund_token(&key, bucket);
                     }
-                    counters_of(&mut self.counters, &tool.spec.name).rate_limited += 1;
-                    return Err(Box::new(ratelimit::refused(slot.id.clone(), &tool.spec.name, whole, wait)));
+                    let slot = &self.turns[&turn_id].slots[index];
+                    let name = slot.tool.as_ref().expect("a scheduled call has a tool").spec.name.clone();
+                    counters_of(&mut self.counters, &name).rate_limited += 1;
+                    return Err(Box::new(ratelimit::refused(slot.id.clone(), &name, whole, wait)));
                 }
             }
         }
@@ -1041,6 +1082,7 @@ impl Engine {
         // Requests for calls answered meanwhile (their turn was cancelled, say) are not sent.
         let tickets = &self.tickets;
         step.host.extend(self.outbox.drain(..).filter(|r| tickets.contains_key(&r.ticket)));
+        self.flush_store(now, step);
     }
 
     /// Starts what the turn's schedule allows and reports the turn done when nothing is left open.
@@ -1089,6 +1131,15 @@ impl Engine {
             self.take_place(&name);
             return;
         }
+        if let Some(deferred) = slot.deferred.take() {
+            return self.ask_deferred(turn_id, index, deferred, now);
+        }
+        if let (Some((key, _)), true) = (&slot.joined, self.shared.is_some()) {
+            // The flight it joined ended before it was handed out: it looks the entry up itself.
+            let cache_key = Some(key.clone());
+            slot.joined = None;
+            return self.ask_deferred(turn_id, index, Deferred { count: None, cache_key }, now);
+        }
         if let Some((key, id)) = slot.joined.take() {
             if self.flight_waiters.get(&id).is_some_and(|w| w.contains(&(turn_id, index))) {
                 slot.joined = Some((key, id));
@@ -1118,6 +1169,9 @@ impl Engine {
 
     /// Station 8, then invoke: start now, wait for a reserved token, or answer `rate_limited`.
     fn run_now(&mut self, turn_id: u32, index: usize, now: Instant, step: &mut Step) {
+        if self.shared.is_some() {
+            return self.ask_tokens(turn_id, index, now, step);
+        }
         match self.take_tokens(turn_id, index, now) {
             Ok(None) => self.start_run(turn_id, index, now, step),
             Ok(Some((at, reserved))) => self.wait_for_token(turn_id, index, at, reserved),
@@ -1382,6 +1436,8 @@ impl Engine {
                 Alarm::RateWait(turn_id, index) => self.token_due(turn_id, index, now, &mut step),
                 Alarm::Turn(turn_id) => self.end_turn_early(turn_id, now, &[], &mut step, TurnEnd::Deadline),
                 Alarm::Host(ticket) => self.host_timed_out(ticket, now, &mut step),
+                Alarm::Store(ticket) => self.store_timed_out(ticket, now, &mut step),
+                Alarm::Poll(turn_id, index) => self.poll_due(turn_id, index, now, &mut step),
             }
         }
         self.drain(now, &mut step);
@@ -1527,6 +1583,11 @@ impl Engine {
                 // Handed out and waiting for a flight, holding its place; `settle` takes it off the flight.
                 places.push(name);
                 unstarted_waits.push(index);
+            } else if let Some((_, _, at)) = slot.polling.take() {
+                // Waiting for an identical call another process runs, holding its place.
+                self.deadlines.disarm(at, Alarm::Poll(turn_id, index));
+                places.push(name);
+                unstarted_waits.push(index);
             } else if let Some((at, failure)) = slot.backoff.take() {
                 // Waiting to retry: the last failure stands, so it is no longer one of the attempts before the last.
                 self.deadlines.disarm(at, Alarm::Retry(turn_id, index));
@@ -1541,7 +1602,7 @@ impl Engine {
             self.release_place(&name);
         }
         for (key, bucket) in refunds {
-            self.store.refund_token(&key, bucket);
+            self.refund(key, bucket);
         }
         for (index, run, was_running) in ended_runs {
             self.end_run(run);
@@ -1608,16 +1669,16 @@ impl Engine {
         if current {
             self.flights.remove(&fills.as_ref().expect("current").0);
         }
-        if result.success {
+        // A result that came from the store already (a hit, a reused answer) is not kept again.
+        if result.success && !result.cached && !result.metadata.reused {
             // Kept before the dedup note is added: the note belongs to this call, not to the query's answer.
-            let reuse = slot.dedup.is_some() && mode == Mode::Reuse;
-            let kept = (current || reuse).then(|| Kept::of(&result));
-            if let (true, Some((key, _)), Some(rule), Some(kept)) = (current, &fills, tool.as_ref().and_then(|t| t.cache.as_ref()), &kept) {
-                self.store.put(key.clone(), kept.as_str().into(), rule.ttl, now);
+            let reuse = slot.dedup.as_ref().filter(|_| mode == Mode::Reuse).map(|d| (d.session.clone(), d.key.clone()));
+            let kept = (current || reuse.is_some()).then(|| Kept::of(&result));
+            if let (true, Some((key, id)), Some(rule), Some(kept)) = (current, &fills, tool.as_ref().and_then(|t| t.cache.as_ref()), &kept) {
+                self.keep_result(key.clone(), kept, rule.ttl, *id, now);
             }
-            if let (Some(repeat), Some(kept), Mode::Reuse) = (&slot.dedup, &kept, mode) {
-                let ttl = Duration::from_millis(self.options.dedup.session_ttl_ms);
-                self.store.put(reuse_key(&repeat.session, &repeat.key), kept.as_str().into(), ttl, now);
+            if let (Some((session, key)), Some(kept)) = (reuse, &kept) {
+                self.keep_reused(&session, &key, kept, now);
             }
         }
         let flight = fills.map(|(key, id)| {
@@ -1630,11 +1691,15 @@ impl Engine {
             // Refused a token, skipped, cancelled before it started: the query did not run after all.
             if slot.attempts == 0 && !result.cached && !result.metadata.shared_flight {
                 let (session, key) = (repeat.session.clone(), repeat.key.clone());
-                self.store.decrement(&session, &key);
+                self.uncount(session, key);
             }
         }
         if let Some((key, id, waiters, clean)) = flight {
-            self.hand_on_flight(key, id, waiters, &clean, answered, now, step);
+            self.hand_on_flight(key.clone(), id, waiters, &clean, answered, now, step);
+            self.release_lease(&key, id);
+        }
+        if let Some(why) = self.turns.get_mut(&turn_id).and_then(|t| t.slots[index].store_error.take()) {
+            self.note_store(&mut result, why);
         }
         self.count_rollback(turn_id, index, &mut result);
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
@@ -1700,16 +1765,18 @@ impl Engine {
             return;
         }
         let session = turn.policy.fields.get("sessionId").cloned().unwrap_or_default();
-        let count = self.rollbacks.get_or_insert_mut(session, || 0);
+        let count = self.rollbacks.get_or_insert_mut(session.clone(), || 0);
         if result.rollback.is_none() {
             *count = 0;
-            return;
+        } else {
+            *count += 1;
+            if *count > self.options.max_consecutive_rollbacks {
+                result.rollback = None;
+                result.metadata.rollback_suppressed = true;
+            }
         }
-        *count += 1;
-        if *count > self.options.max_consecutive_rollbacks {
-            result.rollback = None;
-            result.metadata.rollback_suppressed = true;
-        }
+        let count = *count;
+        self.share_rollbacks(&session, count);
     }
 
     /// A flight ended. What its handler answered goes to every identical call waiting for it (one its schedule
@@ -1777,18 +1844,28 @@ impl Engine {
             tools.insert(name.clone(), tool_stats(&counters, &calls, in_flight));
         }
         let in_flight = self.runs.len() + self.held.len();
-        serde_json::json!({ "total": tool_stats(&total, &total_calls, in_flight), "tools": tools })
+        let mut stats = serde_json::json!({ "total": tool_stats(&total, &total_calls, in_flight), "tools": tools });
+        if let Some(store) = self.store_stats() {
+            stats["store"] = store;
+        }
+        stats
     }
 
-    /// Forgets cached results of `tool` (only those for the arguments in `args_json`, when given); returns how many.
-    pub fn invalidate(&mut self, tool: &str, args_json: Option<&str>) -> Result<usize, String> {
-        let prefix = match args_json {
+    /// The prefix of the cache keys of `tool` (only those for the arguments in `args_json`, when given).
+    pub fn cache_prefix(&self, tool: &str, args_json: Option<&str>) -> Result<String, String> {
+        Ok(match args_json {
             Some(json) => {
                 let (args, _) = json::from_str_mended::<Value>(json).map_err(|e| format!("invalidate: args must be JSON: {e}"))?;
                 cache::args_prefix(tool, &args)
             }
             None => cache::tool_prefix(tool),
-        };
+        })
+    }
+
+    /// Forgets cached results of `tool` (only those for the arguments in `args_json`, when given); returns how many.
+    /// A shared store forgets its own by the same prefix (`cache_prefix`).
+    pub fn invalidate(&mut self, tool: &str, args_json: Option<&str>) -> Result<usize, String> {
+        let prefix = self.cache_prefix(tool, args_json)?;
         // Flights already running may have read what changed: later calls start afresh, and they keep nothing.
         self.flights.retain(|key, _| !key.starts_with(&prefix));
         Ok(self.store.invalidate_prefix(&prefix))

@@ -29,6 +29,7 @@ pub mod result;
 pub mod retry;
 pub mod scheduler;
 pub mod shape;
+pub mod shared;
 pub mod store;
 pub mod text;
 pub mod timer;

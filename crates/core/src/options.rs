@@ -88,6 +88,9 @@ pub struct EngineOptions {
     /// One token bucket all calls share, on top of each tool's own.
     #[serde(default)]
     pub rate_limit: Option<Value>,
+    /// A store shared between processes (the host runs its operations); the in-memory store without it.
+    #[serde(default)]
+    pub store: Option<crate::shared::SharedStoreOptions>,
 }
 
 /// The result cache of idempotent tools: bounded by entries and bytes, least recently used out first.

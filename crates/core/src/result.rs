@@ -21,6 +21,8 @@ pub enum ErrorKind {
     NotExecuted,
     HandlerError,
     Duplicate,
+    /// A dependency the call needs (the shared store) is down, and its station fails closed.
+    Unavailable,
 }
 
 impl ErrorKind {
@@ -37,6 +39,7 @@ impl ErrorKind {
             ErrorKind::NotExecuted => "not_executed",
             ErrorKind::HandlerError => "handler_error",
             ErrorKind::Duplicate => "duplicate",
+            ErrorKind::Unavailable => "unavailable",
         }
     }
 }
@@ -177,6 +180,11 @@ pub struct Metadata {
     /// The earlier result of the same query in this session, given again (dedup policy `reuse`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub reused: bool,
+    /// `unavailable` when the shared store failed this call (it went on without it, or was not run), with why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store_error: Option<String>,
     pub stages: Vec<StationMark>,
     /// Milliseconds since the Unix epoch when the call entered the pipeline.
     pub started_at: f64,
@@ -334,6 +342,8 @@ impl ToolResult {
             shared_flight,
             repeats,
             reused,
+            store,
+            store_error,
             stages: _,
             started_at: _,
             queued_ms: _,
@@ -362,6 +372,8 @@ impl ToolResult {
             && !shared_flight
             && repeats.is_none()
             && !reused
+            && store.is_none()
+            && store_error.is_none()
 
     }
 }

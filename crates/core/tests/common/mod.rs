@@ -27,6 +27,8 @@ pub struct Host {
     pub answer: Option<fn(&HostRequest) -> String>,
     /// Requests left unanswered.
     pub requests: Vec<HostRequest>,
+    /// Shared-store tickets, for a test to answer.
+    pub store: Vec<(u32, Vec<toolgate_core::shared::Op>)>,
 }
 
 /// What the JS layer answers when no approval callback is set, and a check that finds nothing wrong.
@@ -59,6 +61,7 @@ impl Host {
             done: vec![],
             answer: Some(no_callback),
             requests: vec![],
+            store: vec![],
         }
     }
 
@@ -86,6 +89,7 @@ impl Host {
     /// as JS settles them on later microtasks.
     pub fn apply(&mut self, step: Step) {
         self.done.extend(&step.done);
+        self.store.extend(step.store);
         for (run, _) in step.abort {
             if let Some(name) = self.running.remove(&run) {
                 self.log.push(("abort", name));

@@ -1,0 +1,662 @@
+//! The engine's side of a store shared between processes: dedup, cache, single flight, rate limits and sessions
+//! ask it through tickets the host answers (see `shared`), and a call resumes where it waited.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{counters_of, mark, remembered_key, Deferred, Engine, Step};
+use crate::bounded::Bounded;
+use crate::cache::{self, Kept};
+use crate::dedup::Mode;
+use crate::ratelimit;
+use crate::registry::Tool;
+use crate::result::ToolResult;
+use crate::shared::{self, CountPlan, Fail, LookupPlan, Op, Plan, Reply, SharedStoreOptions, Token, Wait};
+use crate::store::Bucket;
+use crate::timer::after;
+use crate::Alarm;
+
+pub(super) struct Shared {
+    pub(super) options: SharedStoreOptions,
+    /// Tickets not answered yet: what waits on each, and its deadline.
+    waits: FxHashMap<u32, (Wait, Instant)>,
+    /// Tickets past their deadline: a late answer still gives back what it took (a token, a lease).
+    late: Bounded<u32, Wait>,
+    outbox: Vec<(u32, Vec<Op>)>,
+    effects: Vec<Op>,
+    /// This engine's name on the leases it takes (unique across processes and restarts).
+    owner: String,
+    /// Flights holding the lease of their cache key, by flight id.
+    leases: FxHashMap<u32, String>,
+    stats: StoreStats,
+}
+
+#[derive(Debug, Default, Clone, Copy, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StoreStats {
+    /// Operations sent to the store.
+    operations: u64,
+    /// Operations that failed, timed out included.
+    errors: u64,
+    /// Tickets the store did not answer within `timeoutMs`.
+    timeouts: u64,
+    /// Results the store failed (went on without it, or not run).
+    unavailable: u64,
+}
+
+impl Shared {
+    pub(super) fn new(options: SharedStoreOptions) -> Self {
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        Shared {
+            options,
+            waits: FxHashMap::default(),
+            late: Bounded::new(shared::LATE_TICKETS),
+            outbox: Vec::new(),
+            effects: Vec::new(),
+            owner: format!("{}-{nanos:x}-{:x}", std::process::id(), fastrand::u64(..)),
+            leases: FxHashMap::default(),
+            stats: StoreStats::default(),
+        }
+    }
+
+    fn owner_of(&self, flight: u32) -> String {
+        format!("{}:{flight}", self.owner)
+    }
+}
+
+/// What one call's replies decided: answered here, waiting on another process, or to run.
+enum Resumed {
+    Answered(Box<ToolResult>),
+    Held(Option<f64>),
+    Run,
+}
+
+impl Engine {
+    fn shared(&mut self) -> &mut Shared {
+        self.shared.as_mut().expect("a shared store")
+    }
+
+    /// Dedup and cache with a shared store: what the call will ask of it, deferred to when it is handed out, so
+    /// that one ticket carries everything the call needs (its tokens too). Always runnable.
+    pub(super) fn defer(&self, slot: &mut super::Slot, tool: &Tool, args: &Value, fields: &HashMap<String, String>) -> bool {
+        let name = tool.spec.name.as_str();
+        let count = fields.get("sessionId").and_then(|session| {
+            let key = (tool.dedup.mode != Mode::Off).then(|| tool.dedup.query_key(name, args));
+            let rollbacks = !tool.judge.is_empty();
+            let refuses = tool.dedup.mode == Mode::Refuse;
+            (key.is_some() || rollbacks).then(|| CountPlan { session: session.clone(), key, refuses, rollbacks })
+        });
+        let cache_key = tool.cache.as_ref().map(|rule| {
+            let scope = rule.scope.as_ref().map(|field| fields.get(field).map_or("", String::as_str));
+            cache::key(name, args, scope)
+        });
+        if count.is_some() || cache_key.is_some() {
+            slot.deferred = Some(Deferred { count, cache_key });
+        }
+        true
+    }
+
+    /// A handed-out call asks the store what it deferred: its count, and its cache entry (or the lease to fill it),
+    /// with its tokens when it is the one to run. An identical call of this process already in flight is joined
+    /// here, without asking the store for the entry.
+    pub(super) fn ask_deferred(&mut self, turn_id: u32, index: usize, deferred: Deferred, now: Instant) {
+        let name = self.turns[&turn_id].slots[index].tool.as_ref().expect("a scheduled call has a tool").spec.name.clone();
+        self.take_place(&name);
+        let mut plan = Plan { count: deferred.count, ..Plan::default() };
+        let leads = match deferred.cache_key {
+            Some(key) => match self.join_or_lead(key, &name, turn_id, index) {
+                role @ super::FlightRole::Joined(..) => {
+                    role.assign(&mut self.turns.get_mut(&turn_id).expect("a live turn").slots[index]);
+                    false
+                }
+                super::FlightRole::Leads(key, flight) => {
+                    // Marked a hit or a miss once the store says which.
+                    plan.lookup = Some(LookupPlan { key: key.clone(), flight });
+                    self.turns.get_mut(&turn_id).expect("a live turn").slots[index].fills = Some((key, flight));
+                    true
+                }
+            },
+            None => true,
+        };
+        if leads {
+            plan.takes = Some(self.limits_of(turn_id, index, now).into_iter().map(|(key, bucket, _, whole)| (key, bucket, whole)).collect());
+        }
+        // Joined an identical call of this process with nothing to count: it waits for that call.
+        if plan.count.is_none() && !leads {
+            return;
+        }
+        self.ask_store(turn_id, index, plan, now);
+    }
+
+    /// Station 8 with a shared store: the call's tokens in one ticket, or a start at once for a call under no limit.
+    pub(super) fn ask_tokens(&mut self, turn_id: u32, index: usize, now: Instant, step: &mut Step) {
+        let limits = self.limits_of(turn_id, index, now);
+        if limits.is_empty() {
+            return self.start_run(turn_id, index, now, step);
+        }
+        let name = self.turns[&turn_id].slots[index].tool.as_ref().expect("a scheduled call has a tool").spec.name.clone();
+        self.take_place(&name);
+        let plan = Plan { takes: Some(limits.into_iter().map(|(key, bucket, _, whole)| (key, bucket, whole)).collect()), ..Plan::default() };
+        self.ask_store(turn_id, index, plan, now);
+    }
+
+    /// Sends a call's ticket; the call waits on it, holding the place it took.
+    fn ask_store(&mut self, turn_id: u32, index: usize, plan: Plan, now: Instant) {
+        let turn = &self.turns[&turn_id];
+        let slot = &turn.slots[index];
+        let tool = slot.tool.clone().expect("a call asking the store has a tool");
+        let ttl_ms = self.options.dedup.session_ttl_ms;
+        let max_waits = self.max_waits_ms(turn_id, index, now);
+        let shared = self.shared.as_ref().expect("a shared store");
+        let mut ops = Vec::new();
+        if let Some(count) = &plan.count {
+            let refuse = count.key.is_some() && count.refuses;
+            let reuse = count.key.is_some() && tool.dedup.mode == Mode::Reuse;
+            ops.push(Op::Count { session: count.session.clone(), key: count.key.clone(), ttl_ms, refuse, reuse, rollbacks: count.rollbacks });
+        }
+        if let Some(lookup) = &plan.lookup {
+            ops.push(Op::Lookup { key: lookup.key.clone(), owner: Some(shared.owner_of(lookup.flight)), lease_ms: Some(lease_ms(&tool, &max_waits)) });
+        }
+        for (i, (key, bucket, _)) in plan.takes.iter().flatten().enumerate() {
+            let max_wait_ms = max_waits.get(i).copied().unwrap_or(0.0);
+            ops.push(Op::Take { key: key.clone(), capacity: bucket.capacity, refill_per_sec: bucket.refill_per_sec, max_wait_ms });
+        }
+        let ticket = self.send(ops, Wait::Call { turn: turn_id, index, plan }, now);
+        self.turns.get_mut(&turn_id).expect("a live turn").slots[index].pending = Some(ticket);
+    }
+
+    /// Queues operations under a new ticket with its deadline.
+    fn send(&mut self, ops: Vec<Op>, wait: Wait, now: Instant) -> u32 {
+        let ticket = self.take_ticket();
+        let shared = self.shared.as_mut().expect("a shared store");
+        let at = after(now, Duration::from_millis(shared.options.timeout_ms));
+        shared.stats.operations += ops.len() as u64;
+        shared.waits.insert(ticket, (wait, at));
+        shared.outbox.push((ticket, ops));
+        self.deadlines.arm(at, Alarm::Store(ticket));
+        ticket
+    }
+
+    /// An operation no call waits on (keeping a result, giving back a token): sent with the step.
+    pub(super) fn effect(&mut self, op: Op) {
+        self.shared().effects.push(op);
+    }
+
+    /// Moves what the store must do into the step: each call's ticket, and one ticket of effects.
+    pub(super) fn flush_store(&mut self, now: Instant, step: &mut Step) {
+        let Some(shared) = self.shared.as_mut() else { return };
+        if !shared.effects.is_empty() {
+            let ops = std::mem::take(&mut shared.effects);
+            let n = ops.len();
+            self.send(ops, Wait::Effects(n), now);
+        }
+        step.store.append(&mut self.shared().outbox);
+    }
+
+    /// The store answered a ticket (`replies_json`: one reply per operation). A ticket already past its deadline,
+    /// or whose call ended meanwhile, only gives back what it took.
+    pub fn answer_store(&mut self, ticket: u32, replies_json: &str, now: Instant) -> Step {
+        let mut step = Step::default();
+        let Some(shared) = self.shared.as_mut() else { return step };
+        if let Some((wait, at)) = shared.waits.remove(&ticket) {
+            self.deadlines.disarm(at, Alarm::Store(ticket));
+            let replies = shared::read_replies(replies_json, ops_of(&wait));
+            self.answered(ticket, wait, replies, now, &mut step);
+        } else if let Some(wait) = shared.late.pop(&ticket) {
+            // Its call went on as if the store had failed: what it counted stays counted.
+            let replies = shared::read_replies(replies_json, ops_of(&wait));
+            self.give_back(&wait, &replies, false);
+        }
+        self.drain(now, &mut step);
+        step
+    }
+
+    /// A ticket's deadline passed: every operation counts as failed, and a late answer is still cleaned up.
+    pub(super) fn store_timed_out(&mut self, ticket: u32, now: Instant, step: &mut Step) {
+        let Some(shared) = self.shared.as_mut() else { return };
+        let Some((wait, _)) = shared.waits.remove(&ticket) else { return };
+        shared.stats.timeouts += 1;
+        let why = format!("no answer within {} ms", shared.options.timeout_ms);
+        shared.late.push(ticket, wait.clone());
+        let replies = vec![Reply::failed(&why); ops_of(&wait)];
+        self.answered(ticket, wait, replies, now, step);
+    }
+
+    fn answered(&mut self, ticket: u32, wait: Wait, replies: Vec<Reply>, now: Instant, step: &mut Step) {
+        self.shared().stats.errors += replies.iter().filter(|r| r.error.is_some()).count() as u64;
+        match wait {
+            Wait::Effects(_) => {}
+            Wait::Call { turn, index, plan } => {
+                if self.waits_on(turn, index, ticket) {
+                    self.resume(turn, index, plan, replies, now, step);
+                } else {
+                    // Answered meanwhile: by an identical call's flight (the query did run), or by its turn's end.
+                    let ran = self.turns.get(&turn).and_then(|t| t.slots[index].result.as_ref()).is_some_and(|r| r.metadata.shared_flight || r.cached);
+                    self.give_back(&Wait::Call { turn, index, plan }, &replies, !ran);
+                }
+            }
+            Wait::Remembered { turn, index, by, reason } => {
+                if self.waits_on(turn, index, ticket) {
+                    self.remembered_answer(turn, index, by, reason, &replies[0], now, step);
+                }
+            }
+        }
+    }
+
+    fn waits_on(&self, turn: u32, index: usize, ticket: u32) -> bool {
+        self.turns.get(&turn).is_some_and(|t| t.slots[index].result.is_none() && t.slots[index].pending == Some(ticket))
+    }
+
+    /// What a ticket took that its call will not use: tokens go back, a lease is released, and (for a call that
+    /// never ran) the query it counted is taken back.
+    fn give_back(&mut self, wait: &Wait, replies: &[Reply], uncount: bool) {
+        let Wait::Call { plan, .. } = wait else { return };
+        let mut replies = replies.iter();
+        if let Some(count) = &plan.count {
+            let reply = replies.next().expect("a reply per operation");
+            if let (true, Some(key), None, Some(earlier)) = (uncount, &count.key, &reply.error, reply.earlier) {
+                // A repeat the script refused was taken back by the script itself.
+                if !(count.refuses && earlier > 0) {
+                    self.effect(Op::Uncount { session: count.session.clone(), key: key.clone() });
+                }
+            }
+        }
+        if let Some(lookup) = &plan.lookup {
+            let reply = replies.next().expect("a reply per operation");
+            if reply.lease.as_deref() == Some("taken") {
+                let owner = self.shared().owner_of(lookup.flight);
+                self.effect(Op::Release { key: lookup.key.clone(), owner });
+            }
+        }
+        for ((key, bucket, _), reply) in plan.takes.iter().flatten().zip(replies) {
+            if Token::of(reply).taken() {
+                self.effect(Op::Refund { key: key.clone(), capacity: bucket.capacity });
+            }
+        }
+    }
+
+    /// A call's ticket answered: dedup, then the cache, then its tokens decide whether it is answered, waits for
+    /// another process, or runs.
+    fn resume(&mut self, turn_id: u32, index: usize, plan: Plan, replies: Vec<Reply>, now: Instant, step: &mut Step) {
+        let on_error = self.shared().options.on_error;
+        let turn = self.turns.get_mut(&turn_id).expect("a live turn");
+        let fields = turn.policy.fields.clone();
+        let mut slot = std::mem::replace(&mut turn.slots[index], super::Slot::new(String::new()));
+        slot.pending = None;
+        let tool = slot.tool.clone().expect("a call asking the store has a tool");
+        let name = tool.spec.name.clone();
+        let mut resumed = Resumed::Run;
+        let mut replies_left = replies.iter();
+        if let Some(count) = &plan.count {
+            let reply = replies_left.next().expect("a reply per operation");
+            let station = if count.key.is_some() { "dedup" } else { "session" };
+            match &reply.error {
+                Some(e) => {
+                    let fail = if count.key.is_some() { on_error.dedup } else { on_error.sessions };
+                    if count.key.is_some() {
+                        slot.marks.push(mark("dedup", "unavailable"));
+                    }
+                    resumed = self.store_failed(&mut slot, fail, station, e);
+                }
+                None => {
+                    if let (true, Some(n)) = (count.rollbacks, reply.rollbacks) {
+                        // The session's count as the store has it: later turns may have run in other processes.
+                        *self.rollbacks.get_or_insert_mut(count.session.clone(), || 0) = n;
+                    }
+                    if let Some(key) = &count.key {
+                        let earlier = reply.earlier.unwrap_or(0);
+                        if let Some(result) = self.repeated(&mut slot, &tool, &count.session, key, earlier, reply.reused.as_deref(), &fields) {
+                            resumed = Resumed::Answered(Box::new(result));
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(lookup) = &plan.lookup {
+            let reply = replies_left.next().expect("a reply per operation");
+            if reply.lease.as_deref() == Some("taken") {
+                let key = lookup.key.clone();
+                self.shared().leases.insert(lookup.flight, key);
+            }
+            if matches!(resumed, Resumed::Run) {
+                resumed = match (&reply.error, &reply.value) {
+                    (Some(e), _) => {
+                        slot.marks.push(mark("cache", "unavailable"));
+                        counters_of(&mut self.counters, &name).cache_misses += 1;
+                        self.store_failed(&mut slot, on_error.cache, "cache", e)
+                    }
+                    (None, Some(text)) => match self.cache_hit(&mut slot, &name, text, &fields) {
+                        Some(result) => Resumed::Answered(Box::new(result)),
+                        None => Resumed::Run,
+                    },
+                    (None, None) => {
+                        counters_of(&mut self.counters, &name).cache_misses += 1;
+                        slot.marks.push(mark("cache", "miss"));
+                        if reply.lease.as_deref() == Some("held") {
+                            slot.marks.push(mark("cache", "waits_elsewhere"));
+                            Resumed::Held(reply.lease_left_ms)
+                        } else {
+                            Resumed::Run
+                        }
+                    }
+                };
+            }
+        }
+        let mut ready_at = now;
+        let mut reserved = Vec::new();
+        // Every token taken is known, so that one the call will not use goes back.
+        if let Some(takes) = &plan.takes {
+            let tokens: Vec<Token> = replies_left.by_ref().take(takes.len()).map(Token::of).collect();
+            for ((key, bucket, whole), token) in takes.iter().zip(&tokens) {
+                match token {
+                    Token::Now => reserved.push((key.clone(), *bucket)),
+                    Token::After(wait) => {
+                        ready_at = ready_at.max(after(now, *wait));
+                        reserved.push((key.clone(), *bucket));
+                    }
+                    Token::Refused(wait) if matches!(resumed, Resumed::Run) => {
+                        counters_of(&mut self.counters, &name).rate_limited += 1;
+                        slot.marks.push(mark("rate_limit", "refused"));
+                        resumed = Resumed::Answered(Box::new(ratelimit::refused(slot.id.clone(), &name, *whole, *wait)));
+                    }
+                    Token::Failed(e) if matches!(resumed, Resumed::Run) => match on_error.rate_limit {
+                        Fail::Open => slot.store_error = Some(e.clone()),
+                        Fail::Closed => {
+                            counters_of(&mut self.counters, &name).rate_limited += 1;
+                            slot.marks.push(mark("rate_limit", "unavailable"));
+                            slot.store_error = Some(e.clone());
+                            let mut result = ratelimit::refused(slot.id.clone(), &name, *whole, shared::UNAVAILABLE_RETRY);
+                            result.error = Some(format!(
+                                "Tool \"{name}\" was not run: the shared store that keeps its rate limit is unavailable ({e}), \
+                                 so no token could be taken. Wait about {} ms before calling it again.",
+                                shared::UNAVAILABLE_RETRY.as_millis()
+                            ));
+                            result.output = result.error.clone().unwrap_or_default();
+                            resumed = Resumed::Answered(Box::new(result));
+                        }
+                    },
+                    _ => {}
+                }
+            }
+        }
+        // Tokens this call took but will not use go back.
+        if !matches!(resumed, Resumed::Run) {
+            for (key, bucket) in reserved.drain(..) {
+                self.effect(Op::Refund { key, capacity: bucket.capacity });
+            }
+        }
+        let joined = slot.joined.clone();
+        self.turns.get_mut(&turn_id).expect("a live turn").slots[index] = slot;
+        match resumed {
+            Resumed::Answered(result) => self.settle_waiting(turn_id, index, *result, now, step),
+            Resumed::Run if joined.is_some() => {
+                let (key, flight) = joined.expect("joined");
+                // Joined an identical call of this process: it keeps waiting for it in its place, or, when that
+                // flight ended meanwhile without it, looks up the entry itself.
+                if !self.flight_waiters.get(&flight).is_some_and(|w| w.contains(&(turn_id, index))) {
+                    self.turns.get_mut(&turn_id).expect("a live turn").slots[index].joined = None;
+                    self.release_place(&name);
+                    self.ask_deferred(turn_id, index, Deferred { count: None, cache_key: Some(key) }, now);
+                }
+            }
+            Resumed::Run => {
+                self.release_place(&name);
+                match plan.takes {
+                    None => self.run_now(turn_id, index, now, step),
+                    Some(_) if ready_at > now => self.wait_for_token(turn_id, index, ready_at, reserved),
+                    Some(_) => self.start_run(turn_id, index, now, step),
+                }
+            }
+            Resumed::Held(left) => {
+                let slot = &mut self.turns.get_mut(&turn_id).expect("a live turn").slots[index];
+                let (since, last, _) = slot.polling.unwrap_or((now, Duration::ZERO, now));
+                let wait = shared::next_poll(last, left);
+                let at = after(now, wait);
+                slot.polling = Some((since, wait, at));
+                self.deadlines.arm(at, Alarm::Poll(turn_id, index));
+            }
+        }
+    }
+
+    /// The store failed one of a call's stations: it goes on without the store, or (closed) is not run.
+    fn store_failed(&mut self, slot: &mut super::Slot, fail: Fail, station: &str, why: &str) -> Resumed {
+        slot.store_error = Some(why.to_string());
+        match fail {
+            Fail::Open => Resumed::Run,
+            Fail::Closed => {
+                let name = &slot.tool.as_ref().expect("a call asking the store has a tool").spec.name;
+                Resumed::Answered(Box::new(shared::unavailable(slot.id.clone(), name, station, why)))
+            }
+        }
+    }
+
+    /// A call waiting for an identical call of another process looks again: the entry, or the lease if that
+    /// process let it go. It stops waiting after its own time limit.
+    pub(super) fn poll_due(&mut self, turn_id: u32, index: usize, now: Instant, step: &mut Step) {
+        let Some(turn) = self.turns.get(&turn_id) else { return };
+        let slot = &turn.slots[index];
+        let (Some((since, _, _)), None) = (slot.polling, &slot.result) else { return };
+        let tool = slot.tool.clone().expect("a polling call has a tool");
+        let fills = slot.fills.clone();
+        let waited = now.saturating_duration_since(since);
+        // As long as a lease of its own would last: by then the other's (taken earlier) has ended, unless that
+        // process holds the tool to longer limits.
+        let max_waits = self.max_waits_ms(turn_id, index, now);
+        let limit_ms = lease_ms(&tool, &max_waits);
+        if waited >= Duration::from_millis(limit_ms) {
+            let slot = &mut self.turns.get_mut(&turn_id).expect("a live turn").slots[index];
+            slot.polling = None;
+            slot.marks.push(mark("cache", "waited_too_long"));
+            let result = shared::waited_too_long(slot.id.clone(), &tool.spec.name, limit_ms);
+            return self.settle_waiting(turn_id, index, result, now, step);
+        }
+        let Some((key, flight)) = fills else { return };
+        // It keeps the place it holds while it waits.
+        self.ask_store(turn_id, index, Plan { lookup: Some(LookupPlan { key, flight }), ..Plan::default() }, now);
+    }
+
+    /// The waits for tokens a call may make, per bucket, in ms.
+    fn max_waits_ms(&self, turn_id: u32, index: usize, now: Instant) -> Vec<f64> {
+        self.limits_of(turn_id, index, now).into_iter().map(|(_, _, wait, _)| wait.as_secs_f64() * 1000.0).collect()
+    }
+
+    /// Dedup's decision on a query counted `earlier` times before in the session: a refusal, the earlier result
+    /// reused, or None (the call goes on, marked as a repeat or a first). Shared by the memory and shared stores.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn repeated(&mut self, slot: &mut super::Slot, tool: &Tool, session: &str, key: &str, earlier: u64, reused: Option<&str>, fields: &HashMap<String, String>) -> Option<ToolResult> {
+        let name = tool.spec.name.as_str();
+        if earlier == 0 {
+            slot.marks.push(mark("dedup", "first"));
+        } else {
+            counters_of(&mut self.counters, name).duplicates += 1;
+            match tool.dedup.mode {
+                Mode::Refuse => {
+                    slot.marks.push(mark("dedup", "refused"));
+                    let mut result = crate::dedup::refused(slot.id.clone(), name, earlier);
+                    result.metadata.repeats = Some(earlier);
+                    return Some(result);
+                }
+                Mode::Reuse => {
+                    if let Some(mut result) = reused.and_then(|text| Kept::revive(text, slot.id.clone(), name.to_string())) {
+                        slot.marks.push(mark("dedup", "reused"));
+                        result.metadata.repeats = Some(earlier);
+                        result.metadata.reused = true;
+                        self.hand_over(&result, fields);
+                        return Some(result);
+                    }
+                    slot.marks.push(mark("dedup", "repeat"));
+                }
+                _ => slot.marks.push(mark("dedup", "repeat")),
+            }
+        }
+        slot.dedup = Some(super::DedupMark { session: session.to_string(), key: key.to_string(), earlier });
+        None
+    }
+
+    /// A cached entry as this call's result, counted as a hit; None when it cannot be read (then it is a miss).
+    pub(super) fn cache_hit(&mut self, slot: &mut super::Slot, name: &str, text: &str, fields: &HashMap<String, String>) -> Option<ToolResult> {
+        let counters = counters_of(&mut self.counters, name);
+        let Some(mut result) = Kept::revive(text, slot.id.clone(), name.to_string()) else {
+            counters.cache_misses += 1;
+            return None;
+        };
+        counters.cache_hits += 1;
+        slot.marks.push(mark("cache", "hit"));
+        result.cached = true;
+        self.hand_over(&result, fields);
+        Some(result)
+    }
+
+    /// The session may have approved this rule before, in this process or another: asked of the store before the
+    /// approval callback is.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn ask_remembered(&mut self, turn_id: u32, index: usize, session: &str, tool: &str, by: String, reason: Option<String>, now: Instant) -> u32 {
+        let op = Op::Remembered { session: session.to_string(), field: remembered_field(tool, &by) };
+        self.send(vec![op], Wait::Remembered { turn: turn_id, index, by, reason }, now)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn remembered_answer(&mut self, turn_id: u32, index: usize, by: String, reason: Option<String>, reply: &Reply, now: Instant, step: &mut Step) {
+        let on_error = self.shared().options.on_error;
+        let turn = self.turns.get_mut(&turn_id).expect("a live turn");
+        let session = turn.policy.fields.get("sessionId").cloned().unwrap_or_default();
+        let slot = &mut turn.slots[index];
+        slot.pending = None;
+        let tool = slot.tool.clone().expect("a call asking for approval has a tool");
+        let args = turn.args.get(&index).cloned().unwrap_or(Value::Null);
+        match (&reply.error, reply.remembered) {
+            (None, Some(true)) => {
+                slot.marks.push(mark("approval", "remembered"));
+                slot.permission = Some(("approved", format!("{by}; approved earlier in this session")));
+                self.remembered.push(remembered_key(&session, &tool.spec.name, &by), ());
+                self.proceed(turn_id, index, now, step);
+            }
+            (Some(e), _) if on_error.sessions == Fail::Closed => {
+                slot.store_error = Some(e.clone());
+                let result = shared::unavailable(slot.id.clone(), &tool.spec.name, "session", e);
+                self.settle_waiting(turn_id, index, result, now, step);
+            }
+            (error, _) => {
+                slot.store_error = error.clone();
+                let mut slot = std::mem::replace(slot, super::Slot::new(String::new()));
+                self.ask_host(super::HostKind::Approve, turn_id, index, &mut slot, &tool, &args, Some((by, reason)), now);
+                self.turns.get_mut(&turn_id).expect("a live turn").slots[index] = slot;
+            }
+        }
+    }
+
+    /// An approval given for the session: other processes see it too.
+    pub(super) fn share_remembered(&mut self, session: &str, tool: &str, by: &str) {
+        if self.shared.is_some() {
+            let ttl_ms = self.options.dedup.session_ttl_ms;
+            self.effect(Op::Remember { session: session.to_string(), field: remembered_field(tool, by), ttl_ms });
+        }
+    }
+
+    /// A session's consecutive rollback count changed: other processes see it too.
+    pub(super) fn share_rollbacks(&mut self, session: &str, count: u32) {
+        if self.shared.is_some() && !session.is_empty() {
+            let ttl_ms = self.options.dedup.session_ttl_ms;
+            self.effect(Op::Rollbacks { session: session.to_string(), count, ttl_ms });
+        }
+    }
+
+    /// A call's result says the store failed it, and why.
+    pub(super) fn note_store(&mut self, result: &mut ToolResult, why: String) {
+        if let Some(shared) = self.shared.as_mut() {
+            shared.stats.unavailable += 1;
+        }
+        result.metadata.store = Some("unavailable");
+        result.metadata.store_error = Some(why);
+    }
+
+    /// A token given back: to the shared bucket, or the memory store's.
+    pub(super) fn refund(&mut self, key: String, bucket: Bucket) {
+        if self.shared.is_some() {
+            self.effect(Op::Refund { key, capacity: bucket.capacity });
+        } else {
+            self.store.refund_token(&key, bucket);
+        }
+    }
+
+    /// A query counted on arrival that never ran after all.
+    pub(super) fn uncount(&mut self, session: String, key: String) {
+        if self.shared.is_some() {
+            self.effect(Op::Uncount { session, key });
+        } else {
+            self.store.decrement(&session, &key);
+        }
+    }
+
+    /// A flight's result kept for identical calls; with a shared store, the flight's lease goes with it.
+    pub(super) fn keep_result(&mut self, key: String, kept: &str, ttl: Duration, flight: u32, now: Instant) {
+        match self.shared.as_mut() {
+            Some(shared) => {
+                let owner = shared.leases.remove(&flight).map(|_| shared.owner_of(flight));
+                let ttl_ms = ttl.as_millis().max(1) as u64;
+                self.effect(Op::Put { key, value: kept.to_string(), ttl_ms, owner });
+            }
+            None => self.store.put(key, kept.into(), ttl, now),
+        }
+    }
+
+    /// A query's result kept in its session for `reuse`.
+    pub(super) fn keep_reused(&mut self, session: &str, key: &str, kept: &str, now: Instant) {
+        let ttl = Duration::from_millis(self.options.dedup.session_ttl_ms);
+        if self.shared.is_some() {
+            let op = Op::Keep { session: session.to_string(), key: key.to_string(), value: kept.to_string(), ttl_ms: ttl.as_millis() as u64 };
+            self.effect(op);
+        } else {
+            self.store.put(super::reuse_key(session, key), kept.into(), ttl, now);
+        }
+    }
+
+    /// A flight that ended without being handed on lets its lease go (one handed to a waiter keeps it).
+    pub(super) fn release_lease(&mut self, key: &str, flight: u32) {
+        let still_flying = self.flights.get(key) == Some(&flight);
+        let Some(shared) = self.shared.as_mut() else { return };
+        if still_flying || !shared.leases.contains_key(&flight) {
+            return;
+        }
+        shared.leases.remove(&flight);
+        let owner = shared.owner_of(flight);
+        self.effect(Op::Release { key: key.to_string(), owner });
+    }
+
+    /// The store's counters, for `stats()`: absent without a shared store.
+    pub(super) fn store_stats(&self) -> Option<Value> {
+        self.shared.as_ref().map(|s| serde_json::to_value(s.stats).expect("store stats serialize"))
+    }
+}
+
+/// How many operations a ticket carries.
+fn ops_of(wait: &Wait) -> usize {
+    match wait {
+        Wait::Effects(n) => *n,
+        Wait::Remembered { .. } => 1,
+        Wait::Call { plan, .. } => usize::from(plan.count.is_some()) + usize::from(plan.lookup.is_some()) + plan.takes.as_ref().map_or(0, Vec::len),
+    }
+}
+
+/// How long a leader may hold its lease: its limit, its retries' budget and its rate-limit waits, plus a margin.
+fn lease_ms(tool: &Tool, max_waits: &[f64]) -> u64 {
+    let retry = &tool.retry;
+    let backoff: f64 = (0..retry.max_retries.min(64))
+        .map(|i| (retry.initial_delay_ms as f64 * retry.backoff_factor.powi(i as i32)).min(retry.max_delay_ms as f64))
+        .sum();
+    let attempts = tool.timeout_ms.saturating_mul(u64::from(retry.max_retries) + 1).saturating_add(backoff as u64);
+    let retries = if retry.max_retries > 0 { retry.max_elapsed_ms } else { 0 };
+    let runs = attempts.min(tool.timeout_ms.saturating_add(retries));
+    let waits = max_waits.iter().sum::<f64>() as u64;
+    runs.saturating_add(waits).saturating_add(shared::LEASE_MARGIN_MS)
+}
+
+/// A remembered approval's field in its session: the tool and the rule that asked.
+fn remembered_field(tool: &str, by: &str) -> String {
+    format!("{tool}{}{by}", cache::SEP)
+}
+

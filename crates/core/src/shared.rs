@@ -1,0 +1,250 @@
+//! A store shared between processes (Redis, through the application's own client): what the engine asks of it and
+//! what it answers. The engine never waits on it inline: a call that needs the store is suspended on a ticket, the
+//! host runs the ticket's operations (each one script on one hash slot) and answers, and the call resumes. Every
+//! ticket has a deadline; a store that does not answer in time counts as unavailable, and each station then fails
+//! open or closed as configured.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::result::{ErrorKind, ToolResult};
+use crate::store::Bucket;
+
+/// What a station does when the shared store fails: go on without it, or not run the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fail {
+    Open,
+    Closed,
+}
+
+/// Per station: cache and dedup only save work, so they fail open; a rate limit protects an upstream, so it fails
+/// closed (an outage of the store must not let every process call the upstream unlimited); sessions (remembered
+/// approvals, rollback counts) fail open to asking again.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct OnError {
+    pub cache: Fail,
+    pub dedup: Fail,
+    pub rate_limit: Fail,
+    pub sessions: Fail,
+}
+
+impl Default for OnError {
+    fn default() -> Self {
+        OnError { cache: Fail::Open, dedup: Fail::Open, rate_limit: Fail::Closed, sessions: Fail::Open }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SharedStoreOptions {
+    /// How long one ticket may take before the store counts as unavailable for it.
+    pub timeout_ms: u64,
+    #[serde(default)]
+    pub on_error: OnError,
+}
+
+/// One operation, as the host's store adapter reads it (`{op: 'take', key, …}`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "op", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum Op {
+    /// Counts a query in a session (when `key` is given) and reads what the session keeps for it.
+    Count { session: String, key: Option<String>, ttl_ms: u64, refuse: bool, reuse: bool, rollbacks: bool },
+    Remembered { session: String, field: String },
+    /// A cached entry, or (with an owner) the lease to compute it.
+    Lookup { key: String, owner: Option<String>, lease_ms: Option<u64> },
+    Take { key: String, capacity: f64, refill_per_sec: f64, max_wait_ms: f64 },
+    Refund { key: String, capacity: f64 },
+    Put { key: String, value: String, ttl_ms: u64, owner: Option<String> },
+    Release { key: String, owner: String },
+    Uncount { session: String, key: String },
+    Keep { session: String, key: String, value: String, ttl_ms: u64 },
+    Remember { session: String, field: String, ttl_ms: u64 },
+    Rollbacks { session: String, count: u32, ttl_ms: u64 },
+}
+
+/// One operation's answer; which fields are set depends on the operation.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reply {
+    pub error: Option<String>,
+    pub earlier: Option<u64>,
+    pub reused: Option<String>,
+    pub rollbacks: Option<u32>,
+    pub remembered: Option<bool>,
+    pub value: Option<String>,
+    pub lease: Option<String>,
+    pub lease_left_ms: Option<f64>,
+    pub take: Option<String>,
+    pub wait_ms: Option<f64>,
+}
+
+impl Reply {
+    pub fn failed(why: &str) -> Self {
+        Reply { error: Some(why.to_string()), ..Reply::default() }
+    }
+}
+
+/// The host's answer to a ticket: one reply per operation, in order. An answer that cannot be read, or that has
+/// too few replies, fails every operation it does not answer.
+pub fn read_replies(json: &str, ops: usize) -> Vec<Reply> {
+    let mut replies = match serde_json::from_str::<Vec<Reply>>(json) {
+        Ok(replies) => replies,
+        Err(e) => return vec![Reply::failed(&format!("the store's answer could not be read ({e})")); ops],
+    };
+    replies.truncate(ops);
+    while replies.len() < ops {
+        replies.push(Reply::failed("the store gave no answer for this operation"));
+    }
+    replies
+}
+
+/// A token as the shared bucket answered: taken now, reserved for after a wait, refused (try after), or failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Token {
+    Now,
+    After(Duration),
+    Refused(Duration),
+    Failed(String),
+}
+
+impl Token {
+    pub fn of(reply: &Reply) -> Token {
+        let wait = || Duration::from_secs_f64(reply.wait_ms.unwrap_or(0.0).max(0.0) / 1000.0);
+        match (&reply.error, reply.take.as_deref()) {
+            (Some(e), _) => Token::Failed(e.clone()),
+            (None, Some("now")) => Token::Now,
+            (None, Some("after")) => Token::After(wait()),
+            (None, Some("refused")) => Token::Refused(wait()),
+            (None, _) => Token::Failed("the store's answer to a token take could not be read".into()),
+        }
+    }
+
+    /// Whether the bucket gave this call a token (now or reserved), which goes back if the call does not run.
+    pub fn taken(&self) -> bool {
+        matches!(self, Token::Now | Token::After(_))
+    }
+}
+
+/// What a call waiting on the store asked, in the order of its operations: a session count, a cache lookup, then
+/// one token take per bucket.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    pub count: Option<CountPlan>,
+    pub lookup: Option<LookupPlan>,
+    /// The buckets (key, shape, whether the executor's own) this ticket takes the call's tokens from; None when
+    /// it takes none (tokens come later, or the call will not run itself).
+    pub takes: Option<Vec<(String, Bucket, bool)>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct CountPlan {
+    pub session: String,
+    /// The query counted under dedup; None when only the session's rollback count is read.
+    pub key: Option<String>,
+    /// The tool refuses repeats: the script takes a refused repeat's count back itself.
+    pub refuses: bool,
+    pub rollbacks: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct LookupPlan {
+    pub key: String,
+    /// The flight whose lease this lookup takes on a miss.
+    pub flight: u32,
+}
+
+/// Why a call waits on the store, and where the answer goes.
+#[derive(Debug, Clone)]
+pub enum Wait {
+    /// Operations no call waits on (a put, a refund), how many: only their failures are counted.
+    Effects(usize),
+    Call { turn: u32, index: usize, plan: Plan },
+    /// Whether this session approved the rule before, for the call about to be asked: the rule and its reason.
+    Remembered { turn: u32, index: usize, by: String, reason: Option<String> },
+}
+
+/// How long a waiter looks again for the result of a call that another process runs: from a short first look,
+/// doubling, to at most this; never past the moment the other's lease ends.
+pub const FIRST_POLL: Duration = Duration::from_millis(5);
+pub const MAX_POLL: Duration = Duration::from_millis(250);
+
+/// How long past its own limits a leader's lease lasts: the leader settles (and releases it) well within this.
+pub const LEASE_MARGIN_MS: u64 = 1_000;
+
+/// How long a retry hint tells a model to wait when a rate limit failed closed because the store is down.
+pub const UNAVAILABLE_RETRY: Duration = Duration::from_secs(1);
+
+/// Store operations answered late (after their ticket's deadline) are still cleaned up, for this many tickets.
+pub const LATE_TICKETS: usize = 10_000;
+
+/// What the next look of a waiter waits: double the last, bounded, and no later than just after the lease ends.
+pub fn next_poll(last: Duration, lease_left_ms: Option<f64>) -> Duration {
+    let doubled = (last * 2).clamp(FIRST_POLL, MAX_POLL);
+    match lease_left_ms {
+        Some(ms) if ms >= 0.0 => doubled.min(Duration::from_secs_f64(ms / 1000.0) + Duration::from_millis(1)),
+        _ => doubled,
+    }
+}
+
+/// A call not run because a station that fails closed could not reach the store.
+pub fn unavailable(call_id: String, tool: &str, station: &str, why: &str) -> ToolResult {
+    let error = format!(
+        "Tool \"{tool}\" was not run: the shared store its {station} needs is unavailable ({why}). Try again in a moment."
+    );
+    let mut result = ToolResult::failure(call_id, tool.to_string(), ErrorKind::Unavailable, error, true);
+    result.retry_after_ms = Some(UNAVAILABLE_RETRY.as_millis() as u64);
+    result
+}
+
+/// A call whose identical twin ran in another process for longer than this call may wait.
+pub fn waited_too_long(call_id: String, tool: &str, waited_ms: u64) -> ToolResult {
+    let error = format!(
+        "Tool \"{tool}\": the same call is running in another process and gave no result within {waited_ms} ms, \
+         so this one was not run. Try again later."
+    );
+    ToolResult::failure(call_id, tool.to_string(), ErrorKind::Timeout, error, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn ops_cross_as_tagged_objects_with_camel_case_fields() {
+        let op = Op::Take { key: "t\u{1}".into(), capacity: 10.0, refill_per_sec: 0.5, max_wait_ms: 0.0 };
+        assert_eq!(serde_json::to_value(&op).unwrap(), json!({"op": "take", "key": "t\u{1}", "capacity": 10.0, "refillPerSec": 0.5, "maxWaitMs": 0.0}));
+        let op = Op::Count { session: "s".into(), key: None, ttl_ms: 5, refuse: false, reuse: true, rollbacks: true };
+        assert_eq!(serde_json::to_value(&op).unwrap(), json!({"op": "count", "session": "s", "key": null, "ttlMs": 5, "refuse": false, "reuse": true, "rollbacks": true}));
+    }
+
+    #[test]
+    fn an_unreadable_or_short_answer_fails_what_it_leaves_unanswered() {
+        let replies = read_replies("not json", 2);
+        assert!(replies.iter().all(|r| r.error.as_deref().is_some_and(|e| e.contains("could not be read"))));
+        let replies = read_replies(r#"[{"take":"now"}]"#, 2);
+        assert_eq!(Token::of(&replies[0]), Token::Now);
+        assert!(replies[1].error.is_some());
+        assert_eq!(read_replies(r#"[{"earlier":1},{"earlier":2},{"earlier":3}]"#, 2).len(), 2);
+    }
+
+    #[test]
+    fn token_replies_read_as_takes() {
+        let reply = |v: serde_json::Value| serde_json::from_value::<Reply>(v).unwrap();
+        assert_eq!(Token::of(&reply(json!({"take": "after", "waitMs": 250.0}))), Token::After(Duration::from_millis(250)));
+        assert_eq!(Token::of(&reply(json!({"take": "refused", "waitMs": 1500}))), Token::Refused(Duration::from_millis(1500)));
+        assert!(matches!(Token::of(&reply(json!({"take": "maybe"}))), Token::Failed(_)));
+        assert!(matches!(Token::of(&reply(json!({"error": "WRONGPASS"}))), Token::Failed(e) if e == "WRONGPASS"));
+    }
+
+    #[test]
+    fn polls_double_within_bounds_and_stop_at_the_lease_end() {
+        assert_eq!(next_poll(Duration::ZERO, None), FIRST_POLL);
+        assert_eq!(next_poll(Duration::from_millis(40), None), Duration::from_millis(80));
+        assert_eq!(next_poll(Duration::from_secs(1), None), MAX_POLL);
+        assert_eq!(next_poll(Duration::from_millis(100), Some(20.0)), Duration::from_millis(21));
+    }
+}

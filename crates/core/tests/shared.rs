@@ -1,0 +1,203 @@
+//! The engine over a shared store, driven through its tickets with scripted replies: what each call asks, how it
+//! resumes, and what it gives back when it will not use what it took.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use toolgate_core::shared::Op;
+use toolgate_core::{ErrorKind, Policy};
+
+fn shared_host(on_error: Value) -> Host {
+    Host::new(json!({"store": {"timeoutMs": 50, "onError": on_error}}))
+}
+
+/// Answers the oldest ticket with `replies` (JSON values); returns its operations.
+fn answer(h: &mut Host, replies: Value) -> Vec<Op> {
+    let (ticket, ops) = h.store.remove(0);
+    let step = h.engine.answer_store(ticket, &replies.to_string(), h.now);
+    h.apply(step);
+    ops
+}
+
+fn op_names(ops: &[Op]) -> Vec<&'static str> {
+    ops.iter()
+        .map(|op| match op {
+            Op::Count { .. } => "count",
+            Op::Remembered { .. } => "remembered",
+            Op::Lookup { .. } => "lookup",
+            Op::Take { .. } => "take",
+            Op::Refund { .. } => "refund",
+            Op::Put { .. } => "put",
+            Op::Release { .. } => "release",
+            Op::Uncount { .. } => "uncount",
+            Op::Keep { .. } => "keep",
+            Op::Remember { .. } => "remember",
+            Op::Rollbacks { .. } => "rollbacks",
+        })
+        .collect()
+}
+
+fn session(id: &str) -> Policy {
+    Policy { fields: [("sessionId".to_string(), id.to_string())].into(), ..Policy::default() }
+}
+
+#[test]
+fn a_call_needing_nothing_shared_never_asks_the_store() {
+    let mut h = shared_host(json!({}));
+    h.tool(json!({"name": "plain"}), text("p"));
+    let results = h.run(json!([{"name": "plain"}, {"name": "missing"}]));
+    assert!(results[0].success);
+    assert_eq!(results[1].error_kind, Some(ErrorKind::UnknownTool));
+    assert!(h.store.is_empty());
+}
+
+#[test]
+fn one_ticket_carries_a_calls_count_lookup_and_tokens_and_a_hit_gives_its_token_back() {
+    let mut h = shared_host(json!({}));
+    h.tool(json!({"name": "get", "idempotent": true, "readOnly": true, "rateLimit": "5/s", "dedup": "note"}), text("fresh"));
+    let turn = h.begin(json!([{"name": "get"}]), session("s"));
+    assert_eq!(h.store.len(), 1, "one ticket for the call");
+    let kept = "{\"truncated\":false}\nfrom the store";
+    let ops = answer(&mut h, json!([{"earlier": 0}, {"value": kept}, {"take": "now"}]));
+    assert_eq!(op_names(&ops), ["count", "lookup", "take"]);
+    let r = &h.results(turn)[0];
+    assert!(r.cached && r.output == "from the store");
+    assert!(h.log.is_empty(), "no handler ran");
+    let (_, effects) = h.store.remove(0);
+    assert_eq!(op_names(&effects), ["refund"]);
+}
+
+#[test]
+fn a_miss_runs_under_the_lease_and_keeps_the_result_with_the_lease_let_go() {
+    let mut h = shared_host(json!({}));
+    h.tool(json!({"name": "get", "idempotent": true}), text("ran"));
+    let turn = h.begin(json!([{"name": "get"}]), Policy::default());
+    let ops = answer(&mut h, json!([{"value": null, "lease": "taken"}]));
+    let Op::Lookup { owner: Some(owner), lease_ms: Some(lease_ms), .. } = &ops[0] else { panic!("{ops:?}") };
+    assert!(*lease_ms > 30_000, "at least the call's own limit");
+    assert_eq!(h.results(turn)[0].output, "ran");
+    let (_, effects) = h.store.remove(0);
+    match &effects[..] {
+        [Op::Put { value, owner: Some(put_owner), .. }] => {
+            assert!(value.ends_with("\nran"));
+            assert_eq!(put_owner, owner, "the put lets the lease go");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_lease_held_elsewhere_is_polled_until_the_entry_appears() {
+    let mut h = shared_host(json!({}));
+    h.tool(json!({"name": "get", "idempotent": true}), text("ran here"));
+    let turn = h.begin(json!([{"name": "get"}]), Policy::default());
+    answer(&mut h, json!([{"value": null, "lease": "held", "leaseLeftMs": 1000}]));
+    assert!(h.store.is_empty());
+    h.advance_clock(5);
+    let ops = answer(&mut h, json!([{"value": null, "lease": "held", "leaseLeftMs": 990}]));
+    assert_eq!(op_names(&ops), ["lookup"]);
+    h.advance_clock(10);
+    answer(&mut h, json!([{"value": "{\"truncated\":false}\nran there"}]));
+    let r = &h.results(turn)[0];
+    assert_eq!((r.output.as_str(), r.cached), ("ran there", true));
+    assert!(h.log.is_empty());
+}
+
+#[test]
+fn a_lease_that_comes_free_is_taken_over_and_the_call_runs_after_its_tokens() {
+    let mut h = shared_host(json!({}));
+    h.tool(json!({"name": "get", "idempotent": true, "rateLimit": "5/s"}), text("took over"));
+    let turn = h.begin(json!([{"name": "get"}]), Policy::default());
+    answer(&mut h, json!([{"value": null, "lease": "held", "leaseLeftMs": 3}, {"take": "now"}]));
+    let (_, refund) = h.store.remove(0);
+    assert_eq!(op_names(&refund), ["refund"], "a waiter gives back the token it took");
+    h.advance_clock(5);
+    answer(&mut h, json!([{"value": null, "lease": "taken"}]));
+    let ops = answer(&mut h, json!([{"take": "now"}]));
+    assert_eq!(op_names(&ops), ["take"]);
+    assert_eq!(h.results(turn)[0].output, "took over");
+}
+
+#[test]
+fn a_store_that_does_not_answer_fails_each_station_as_configured_and_a_late_answer_is_cleaned_up() {
+    let mut h = shared_host(json!({}));
+    h.tool(json!({"name": "get", "readOnly": true, "idempotent": true}), text("ran anyway"));
+    h.tool(json!({"name": "api", "readOnly": true, "rateLimit": "5/s"}), text("never"));
+    let turn = h.begin(json!([{"name": "get"}, {"name": "api"}]), Policy::default());
+    let late = h.store.clone();
+    h.store.clear();
+    h.advance_clock(50);
+    let results = h.results(turn);
+    assert!(results[0].success, "the cache fails open");
+    assert_eq!(results[0].metadata.store, Some("unavailable"));
+    assert!(results[0].metadata.store_error.as_deref().unwrap().contains("no answer within 50 ms"));
+    assert_eq!(results[1].error_kind, Some(ErrorKind::RateLimited), "the rate limit fails closed");
+    assert_eq!(results[1].retry_after_ms, Some(1000));
+    assert_eq!(h.engine.counters()["store"]["timeouts"], 2);
+    h.store.clear();
+    // The lease and the token the store did take, answered late, go back.
+    for ((ticket, _), reply) in late.into_iter().zip([json!([{"value": null, "lease": "taken"}]), json!([{"take": "now"}])]) {
+        let step = h.engine.answer_store(ticket, &reply.to_string(), h.now);
+        h.apply(step);
+    }
+    let effects: Vec<&'static str> = h.store.iter().flat_map(|(_, ops)| op_names(ops)).collect();
+    assert_eq!(effects, ["release", "refund"]);
+}
+
+#[test]
+fn closed_stations_answer_unavailable_and_a_reply_error_counts() {
+    let mut h = shared_host(json!({"cache": "closed", "dedup": "closed"}));
+    h.tool(json!({"name": "get", "idempotent": true}), text("never"));
+    let turn = h.begin(json!([{"name": "get"}]), session("s"));
+    answer(&mut h, json!([{"error": "READONLY"}, {"error": "READONLY"}]));
+    let r = &h.results(turn)[0];
+    assert_eq!(r.error_kind, Some(ErrorKind::Unavailable));
+    assert!(r.retryable);
+    assert!(r.error.as_deref().unwrap().contains("READONLY"));
+    assert!(h.log.is_empty());
+    assert_eq!(h.engine.counters()["store"]["errors"], 2);
+}
+
+#[test]
+fn a_call_cancelled_while_it_waits_on_the_store_gives_back_its_count_lease_and_tokens() {
+    let mut h = shared_host(json!({}));
+    h.tool(json!({"name": "get", "idempotent": true, "readOnly": true, "rateLimit": "5/s", "dedup": "note"}), text("never"));
+    let turn = h.begin(json!([{"name": "get"}]), session("s"));
+    let step = h.engine.cancel(turn, "the user stopped", &[], h.now);
+    h.apply(step);
+    assert_eq!(h.results(turn)[0].error_kind, Some(ErrorKind::Cancelled));
+    answer(&mut h, json!([{"earlier": 0}, {"value": null, "lease": "taken"}, {"take": "now"}]));
+    let effects: Vec<&'static str> = h.store.iter().flat_map(|(_, ops)| op_names(ops)).collect();
+    assert_eq!(effects, ["uncount", "release", "refund"]);
+}
+
+#[test]
+fn identical_calls_of_one_process_share_one_lookup() {
+    let mut h = shared_host(json!({}));
+    h.tool(json!({"name": "get", "idempotent": true, "readOnly": true}), text("once"));
+    let turn = h.begin(json!([{"id": "a", "name": "get"}, {"id": "b", "name": "get"}]), Policy::default());
+    assert_eq!(h.store.len(), 1, "the second call joined the first's flight");
+    answer(&mut h, json!([{"value": null, "lease": "taken"}]));
+    let results = h.results(turn);
+    assert_eq!((results[0].output.as_str(), results[1].output.as_str()), ("once", "once"));
+    assert!(results[1].metadata.shared_flight);
+    assert_eq!(h.log.iter().filter(|(e, _)| *e == "start").count(), 1);
+}
+
+#[test]
+fn a_remembered_approval_is_asked_of_the_store_before_the_callback() {
+    let mut h = shared_host(json!({}));
+    h.answer = None;
+    h.tool(json!({"name": "deploy", "needsApproval": true}), text("deployed"));
+    let turn = h.begin(json!([{"name": "deploy"}]), session("s"));
+    let ops = answer(&mut h, json!([{"remembered": true}]));
+    assert_eq!(op_names(&ops), ["remembered"]);
+    assert!(h.requests.is_empty(), "the approval callback was not asked");
+    // Then dedup (its default policy notes repeats) counts the call in the session.
+    assert_eq!(op_names(&answer(&mut h, json!([{"earlier": 0}]))), ["count"]);
+    let r = &h.results(turn)[0];
+    assert_eq!(r.output, "deployed");
+    assert!(r.metadata.permission.as_ref().unwrap().by.contains("approved earlier in this session"));
+}
+
