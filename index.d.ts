@@ -283,6 +283,8 @@ export type ErrorKind =
   | 'handler_error'
   /** The same query already ran in this session. */
   | 'duplicate'
+  /** The shared store a station needs is down, and that station fails closed (`onError: 'closed'`). */
+  | 'unavailable'
 
 export declare const ERROR_KINDS: readonly ErrorKind[]
 
@@ -497,6 +499,9 @@ export interface ExecutorOptions {
   trace?: boolean
   /** A clock a test moves (`manualClock()` of toolgate/testing): every deadline the executor keeps runs on it. */
   clock?: { now(): number; advance(ms: number): Promise<void> }
+  /** Rate limits, cache, single flight and sessions shared by every process using the same store (Redis:
+   * `redisStore({ client })` of toolgate/redis). The in-memory store of this process without it. */
+  store?: SharedStore
 }
 
 export type Risk = 'read' | 'write' | 'destructive' | 'admin'
@@ -690,6 +695,28 @@ export interface ToolStats extends ToolCounters {
 export interface ExecutorStats {
   total: ToolStats
   tools: Record<string, ToolStats>
+  /** With a shared store: operations sent, failed (timeouts included), tickets not answered within `timeoutMs`,
+   * and results the store failed. */
+  store?: StoreStats
+}
+export interface StoreStats {
+  operations: number
+  errors: number
+  timeouts: number
+  unavailable: number
+}
+/** What a station does when the shared store fails: go on without it, or not run the call. */
+export type StoreFailure = 'open' | 'closed'
+/** A store shared between processes, as `redisStore()` of toolgate/redis makes one. */
+export interface SharedStore {
+  readonly kind: string
+  /** How long one round trip may take before the store counts as unavailable for it. */
+  readonly timeoutMs: number
+  readonly onError: { cache: StoreFailure; dedup: StoreFailure; rateLimit: StoreFailure; sessions: StoreFailure }
+  /** Runs a batch of operations; one reply per operation, `{ error }` for one that failed. Never rejects. */
+  run(ops: readonly object[]): Promise<object[]>
+  /** Drops cached entries whose cache key starts with `prefix` ('' for all), in every process; resolves to how many. */
+  invalidate(prefix: string): Promise<number>
 }
 export interface HealthReport {
   status: 'ok' | 'degraded' | 'failing'
@@ -863,6 +890,10 @@ export interface ToolResultMetadata {
   repeats?: number
   /** The earlier result of the same query in this session, given again (dedup policy `reuse`). */
   reused?: true
+  /** The shared store failed this call: it went on without it (stations that fail open) or was not run. */
+  store?: 'unavailable'
+  /** What the shared store answered, or that it did not answer in time. */
+  storeError?: string
   /** The stations the call passed, in order, and what each decided: the call's trace record. */
   stages: StationMark[]
   /** When the turn began, in ms since the Unix epoch. */
@@ -1052,8 +1083,9 @@ export declare class ToolExecutor<Ctx extends ExecutionContext = ExecutionContex
   /** Each tool's status from its error and timeout rates, and the worst of them. */
   healthReport(): HealthReport
   /** Forgets cached results of `tool`, or only those for `args`; returns how many were dropped. */
-  invalidate(tool: string, args?: Record<string, unknown>): number
-  clearCache(): void
+  /** How many cached results were dropped; with a shared store, a promise of it, once every process's are gone. */
+  invalidate(tool: string, args?: Record<string, unknown>): number | Promise<number>
+  clearCache(): void | Promise<number>
   /**
    * Cancels every open turn and waits at most `timeoutMs` (default 5000) for handlers still running; resolves to
    * those still running then. Removes the artifacts. `execute` rejects afterwards.

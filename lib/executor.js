@@ -11,6 +11,7 @@ const { argumentsOf, internalFailures, programmerError, policyJson, readResults,
 const { ENGINE_OPTIONS, LISTENER_OPTIONS, OBSERVER_OPTIONS, SPEC_FIELDS, TURN_OPTIONS, offAsOptions, pick, takeListeners, takeObservers } = require('./options.js')
 const { callHost, describeProblem, readApproval, judgeValue, callListener, warn } = require('./callbacks.js')
 const { toolSchema, validationResult } = require('./schemas.js')
+const { takeStore, runTickets } = require('./shared-store.js')
 const { setTimeout, clearTimeout, setInterval, clearInterval, setImmediate, queueMicrotask, now } = require('./timers.js')
 
 /** Records kept of handlers that were stopped but have not settled (`pendingHandlers()`, late settlements). */
@@ -47,6 +48,8 @@ function wake(engineId) {
 
 class ToolExecutor {
   #engine
+  /** The store shared between processes, when the executor has one (`store` option). */
+  #store
   #handlers = new Map()
   /** `rollbackWhen` functions, by tool name: they judge a handler's value in JS, the engine counts the flags. */
   #judges = new Map()
@@ -93,7 +96,10 @@ class ToolExecutor {
   /** @param {import('./index').ExecutorOptions} [options] */
   constructor(options = {}) {
     if (options === null || typeof options !== 'object') throw new TypeError('new ToolExecutor(options): options must be an object')
-    const engineOptions = pick(options, [...ENGINE_OPTIONS, ...LISTENER_OPTIONS, ...OBSERVER_OPTIONS, 'clock'], 'ToolExecutor options')
+    const engineOptions = pick(options, [...ENGINE_OPTIONS, ...LISTENER_OPTIONS, ...OBSERVER_OPTIONS, 'clock', 'store'], 'ToolExecutor options')
+    const shared = takeStore(engineOptions)
+    this.#store = shared?.store
+    if (shared) engineOptions.store = shared.engine
     const { clock } = engineOptions
     delete engineOptions.clock
     const clockHooks = clock?.[CLOCK]
@@ -277,14 +283,19 @@ class ToolExecutor {
     return observe.healthReport(this.stats(), this.pendingHandlers())
   }
 
-  /** Forgets cached results of `tool`, or only those for `args`; returns how many were dropped. */
+  /** Forgets cached results of `tool`, or only those for `args`; returns how many were dropped. With a shared
+   * store, every process forgets them: the count comes as a promise, once the store has dropped them. */
   invalidate(tool, args) {
     if (typeof tool !== 'string') throw new TypeError('invalidate(tool, args?): tool must be a tool name')
-    return this.#engine.invalidate(tool, args === undefined ? undefined : JSON.stringify(args))
+    const argsJson = args === undefined ? undefined : JSON.stringify(args)
+    const dropped = this.#engine.invalidate(tool, argsJson)
+    return this.#store ? this.#store.invalidate(this.#engine.cachePrefix(tool, argsJson)) : dropped
   }
 
+  /** Forgets every cached result (in every process, with a shared store: then a promise of how many). */
   clearCache() {
     this.#engine.clearCache()
+    return this.#store?.invalidate('')
   }
 
   /**
@@ -457,6 +468,7 @@ class ToolExecutor {
     if (step.start) for (const [run, turnId] of step.start) this.#notStarted.set(run, turnId)
     if (step.late) for (const late of step.late) this.#overdue(late)
     if (step.host) for (const request of step.host) this.#askHost(request)
+    if (step.store) runTickets(this.#store, step.store, (ticket, json) => this.#drive(() => this.#engine.answerStore(ticket, json)))
     if (step.abort) for (const run of step.abort) this.#abort(run)
     if (step.start) for (const start of step.start) this.#start(start)
     if (step.done) for (const turnId of step.done) this.#finish(turnId)

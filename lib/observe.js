@@ -218,6 +218,13 @@ const PROM_COUNTERS = {
   rateLimited: 'Calls refused a rate-limit token.',
 }
 
+const PROM_STORE = {
+  operations: 'Operations sent to the shared store.',
+  errors: 'Shared store operations that failed or timed out.',
+  timeouts: 'Shared store round trips not answered within timeoutMs.',
+  unavailable: 'Calls the shared store failed (went on without it, or not run).',
+}
+
 /** `stats()` as Prometheus text exposition (version 0.0.4), for a Node server's /metrics. */
 function prometheus(stats) {
   const lines = []
@@ -245,6 +252,9 @@ function prometheus(stats) {
   for (const [tool, t] of tools) {
     lines.push(`toolgate_handler_latency_ms_sum{tool="${label(tool)}"} ${t.latencyMs.sum}`)
     lines.push(`toolgate_handler_latency_ms_count{tool="${label(tool)}"} ${t.latencyMs.count}`)
+  }
+  if (stats.store) {
+    for (const [key, help] of Object.entries(PROM_STORE)) family(`store_${key}_total`, 'counter', help, [[{}, stats.store[key]]])
   }
   return `${lines.join('\n')}\n`
 }

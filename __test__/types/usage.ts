@@ -99,7 +99,7 @@ bounded.register({ name: 'bad', rateLimit: '10/fortnight', handler: () => 'x' })
 async function boundedTurn(): Promise<void> {
   const [r] = await bounded.execute([{ name: 'lookup', input: { q: 'x' } }], { context: { sessionId: 's1', userId: 'u1', tenantId: 't1' } })
   const flags: [boolean, true | undefined, number | undefined] = [r.cached, r.metadata.sharedFlight, r.metadata.repeats]
-  const dropped: number = bounded.invalidate('lookup', { q: 'x' })
+  const dropped: number = await bounded.invalidate('lookup', { q: 'x' })
   bounded.clearCache()
   void [flags, dropped, bounded.stats().tools['lookup']?.cacheHits]
 }
