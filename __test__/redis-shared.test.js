@@ -1,0 +1,268 @@
+'use strict'
+// The executor over a real Redis (redis-server on a free port, and a 3-node cluster, started here): what each
+// station keeps in the shared store, what a call costs it, and what happens when the store fails.
+
+const { test, before, after } = require('node:test')
+const assert = require('node:assert/strict')
+const Redis = require('ioredis')
+const { createClient, createCluster } = require('redis')
+const { ToolExecutor } = require('..')
+const { redisStore } = require('toolgate/redis')
+const { startRedis, startCluster } = require('./redis/servers.js')
+
+let server
+let cluster
+const clients = []
+before(async () => {
+  server = await startRedis()
+  cluster = await startCluster()
+})
+after(async () => {
+  await Promise.all(clients.map((c) => Promise.resolve(c.quit?.() ?? c.close?.()).catch(() => {})))
+  await server?.stop()
+  await cluster?.stop()
+})
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+let prefixes = 0
+/** A fresh key space per test, so tests share the servers and nothing else. */
+const freshPrefix = () => `t${++prefixes}-${process.pid}:`
+
+/** The four kinds of client an application may hand over, each connected to the servers started above. */
+const CLIENTS = {
+  ioredis: async () => new Redis({ port: server.port, host: '127.0.0.1', maxRetriesPerRequest: 1 }),
+  'ioredis cluster': async () => {
+    const c = new Redis.Cluster(cluster.nodes)
+    await new Promise((resolve, reject) => c.once('ready', resolve).once('error', reject))
+    return c
+  },
+  'node-redis': async () => createClient({ url: server.url }).on('error', () => {}).connect(),
+  'node-redis cluster': async () => createCluster({ rootNodes: cluster.nodes.map((n) => ({ url: `redis://${n.host}:${n.port}` })) }).on('error', () => {}).connect(),
+}
+
+async function connect(kind) {
+  const client = await CLIENTS[kind]()
+  clients.push(client)
+  return client
+}
+
+/** Two executors (as two processes would be) over one store of `client`, with the same tools. */
+function pair(client, { onError, register } = {}) {
+  const store = redisStore({ client, prefix: freshPrefix(), timeoutMs: 1_000, onError })
+  const made = [0, 1].map(() => {
+    const gate = new ToolExecutor({ store })
+    const runs = { lookup: 0, api: 0 }
+    gate.register({
+      name: 'lookup', readOnly: true, idempotent: true,
+      parameters: { type: 'object', properties: { q: { type: 'string' } } },
+      handler: ({ q }) => {
+        runs.lookup++
+        return `answer to ${q}`
+      },
+    })
+    gate.register({ name: 'api', readOnly: true, rateLimit: { capacity: 3, refillPerSecond: 0.001 }, handler: () => { runs.api++; return 'ok' } })
+    register?.(gate)
+    return { gate, runs }
+  })
+  return { store, a: made[0], b: made[1] }
+}
+
+for (const kind of Object.keys(CLIENTS)) {
+  test(`${kind}: cache, invalidation and rate limits hold across executors`, async () => {
+    const client = await connect(kind)
+    const { a, b } = pair(client)
+    try {
+      const keys = ['x', 'y', 'z', 'w']
+      const first = await a.gate.execute(keys.map((q) => ({ name: 'lookup', arguments: { q } })))
+      assert.deepEqual(first.map((r) => [r.success, r.cached]), keys.map(() => [true, false]))
+      const second = await b.gate.execute(keys.map((q) => ({ name: 'lookup', arguments: { q } })))
+      assert.deepEqual(second.map((r) => [r.output, r.cached]), keys.map((q) => [`answer to ${q}`, true]))
+      assert.equal(b.runs.lookup, 0)
+      // Entries of several keys sit in several slots of the cluster: invalidation finds them all.
+      assert.equal(await b.gate.invalidate('lookup', { q: 'x' }), 1)
+      assert.equal(await a.gate.clearCache(), 3)
+      const third = await b.gate.execute([{ name: 'lookup', arguments: { q: 'y' } }])
+      assert.equal(third[0].cached, false)
+      assert.equal(b.runs.lookup, 1)
+
+      const limited = [...await a.gate.execute([{ name: 'api' }, { name: 'api' }]), ...await b.gate.execute([{ name: 'api' }, { name: 'api' }])]
+      assert.deepEqual(limited.map((r) => r.success), [true, true, true, false], 'one bucket of 3 for both')
+      assert.equal(limited[3].errorKind, 'rate_limited')
+      assert.ok(limited[3].retryAfterMs > 0)
+      assert.equal(limited[3].metadata.store, undefined, 'the store answered: an ordinary refusal')
+    } finally {
+      await Promise.all([a.gate.close(), b.gate.close()])
+    }
+  })
+}
+
+test('a call that needs no store never reaches it; one that does costs one ticket', async () => {
+  const client = await connect('ioredis')
+  const { a } = pair(client, { register: (gate) => gate.register({ name: 'plain', handler: () => 'p' }) })
+  try {
+    const results = await a.gate.execute([{ name: 'nope' }, { name: 'lookup', arguments: '{bad' }, { name: 'plain' }])
+    assert.deepEqual(results.map((r) => r.errorKind ?? 'ok'), ['unknown_tool', 'invalid_arguments', 'ok'])
+    assert.equal(a.gate.stats().store.operations, 0)
+    await a.gate.execute([{ name: 'lookup', arguments: { q: 'one' } }])
+    // Its lookup (with the lease), then the entry kept with the lease let go.
+    assert.equal(a.gate.stats().store.operations, 2)
+  } finally {
+    await a.gate.close()
+  }
+})
+
+test('sessions: dedup counts, remembered approvals and rollback counts are the session\'s, whichever executor serves it', async () => {
+  const client = await connect('node-redis')
+  const asked = [0, 0]
+  let which = 0
+  const { a, b } = pair(client, {
+    register: (gate) => {
+      const me = which++
+      gate.register({ name: 'search', readOnly: true, dedup: 'refuse', handler: ({ q }) => `found ${q}`, parameters: { type: 'object', properties: { q: { type: 'string' } } } })
+      gate.register({ name: 'deploy', needsApproval: true, handler: () => 'deployed' })
+      gate.register({ name: 'probe', readOnly: true, rollbackWhen: () => 'empty', handler: () => '[]' })
+      gate.approve = () => {
+        asked[me]++
+        return { decision: 'approve', remember: 'session' }
+      }
+    },
+  })
+  const context = { sessionId: 'session-1' }
+  const approve = (i) => () => {
+    asked[i]++
+    return { decision: 'approve', remember: 'session' }
+  }
+  try {
+    const [first] = await a.gate.execute([{ name: 'search', arguments: { q: 'q' } }], { context })
+    const [repeat] = await b.gate.execute([{ name: 'search', arguments: { q: 'q' } }], { context })
+    assert.equal(first.success, true)
+    assert.equal(repeat.errorKind, 'duplicate', 'the other executor saw the session\'s earlier query')
+    const [elsewhere] = await b.gate.execute([{ name: 'search', arguments: { q: 'q' } }], { context: { sessionId: 'session-2' } })
+    assert.equal(elsewhere.success, true)
+
+    const [approved] = await a.gate.execute([{ name: 'deploy' }], { context, approve: approve(0) })
+    const [remembered] = await b.gate.execute([{ name: 'deploy' }], { context, approve: approve(1) })
+    assert.equal(approved.success, true)
+    assert.equal(remembered.success, true)
+    assert.deepEqual(asked, [1, 0], 'approved for the session in one executor, not asked again in the other')
+    assert.match(remembered.metadata.permission.by, /approved earlier in this session/)
+
+    const flags = []
+    for (const gate of [a.gate, b.gate, a.gate, b.gate]) {
+      const [r] = await gate.execute([{ name: 'probe' }], { context })
+      flags.push(r.rollback !== undefined)
+    }
+    // maxConsecutiveRollbacks (default 3) counts across executors: the fourth flag in a row is held back.
+    assert.deepEqual(flags, [true, true, true, false])
+  } finally {
+    await Promise.all([a.gate.close(), b.gate.close()])
+  }
+})
+
+test('Redis killed mid-run: every call gets a result per its station\'s policy, and the executor recovers when it returns', async () => {
+  const own = await startRedis()
+  const client = new Redis({ port: own.port, host: '127.0.0.1', maxRetriesPerRequest: 1 })
+  client.on('error', () => {})
+  const { a } = pair(client, { register: (gate) => gate.register({ name: 'fetch', readOnly: true, idempotent: true, rateLimit: '1000/s', handler: () => 'fetched' }) })
+  try {
+    const before = await a.gate.execute([{ name: 'lookup', arguments: { q: 'k' } }, { name: 'api' }])
+    assert.deepEqual(before.map((r) => [r.success, r.metadata.store]), [[true, undefined], [true, undefined]])
+    await own.kill()
+    const during = await a.gate.execute([{ name: 'lookup', arguments: { q: 'k' } }, { name: 'api' }, { name: 'fetch' }])
+    const [cached, limited, both] = during
+    assert.equal(cached.success, true, 'the cache fails open: the call ran without it')
+    assert.equal(cached.cached, false)
+    assert.equal(cached.metadata.store, 'unavailable')
+    assert.ok(cached.metadata.storeError.length > 0)
+    assert.equal(limited.success, false, 'the rate limit fails closed')
+    assert.equal(limited.errorKind, 'rate_limited')
+    assert.equal(limited.retryable, true)
+    assert.equal(limited.retryAfterMs, 1000)
+    assert.match(limited.error, /shared store that keeps its rate limit is unavailable/)
+    assert.equal(both.errorKind, 'rate_limited', 'a cached tool with a limit: the limit decides')
+    assert.equal(a.runs.lookup, 2)
+    const stats = a.gate.stats().store
+    assert.ok(stats.errors >= 3 && stats.unavailable >= 3, JSON.stringify(stats))
+    assert.match(a.gate.prometheus(), /^toolgate_store_errors_total \d+$/m)
+
+    await own.restart()
+    for (let i = 0; client.status !== 'ready' && i < 200; i++) await sleep(25)
+    const back = await a.gate.execute([{ name: 'lookup', arguments: { q: 'k' } }, { name: 'api' }])
+    assert.deepEqual(back.map((r) => [r.success, r.metadata.store]), [[true, undefined], [true, undefined]], 'the store is used again')
+    const [hit] = await a.gate.execute([{ name: 'lookup', arguments: { q: 'k' } }])
+    assert.equal(hit.cached, true)
+  } finally {
+    await a.gate.close()
+    client.disconnect()
+    await own.stop()
+  }
+})
+
+test('a slow Redis (DEBUG SLEEP) past timeoutMs: calls go on or stop at the timeout, counted as timeouts', async () => {
+  const client = await connect('ioredis')
+  const sleeper = await connect('ioredis')
+  const store = redisStore({ client, prefix: freshPrefix(), timeoutMs: 50 })
+  const gate = new ToolExecutor({ store })
+  gate.register({ name: 'lookup', readOnly: true, idempotent: true, handler: () => 'v' })
+  gate.register({ name: 'api', readOnly: true, rateLimit: '10/s', handler: () => 'ok' })
+  try {
+    const slept = sleeper.call('DEBUG', 'SLEEP', '0.5')
+    await sleep(20)
+    const started = Date.now()
+    const [cached, limited] = await gate.execute([{ name: 'lookup' }, { name: 'api' }])
+    const tookMs = Date.now() - started
+    assert.equal(cached.success, true)
+    assert.match(cached.metadata.storeError, /no answer within 50 ms/)
+    assert.equal(limited.errorKind, 'rate_limited')
+    assert.equal(limited.metadata.store, 'unavailable')
+    assert.ok(tookMs < 500, `answered at the store's timeout, not when Redis woke (${tookMs} ms)`)
+    assert.ok(gate.stats().store.timeouts >= 1)
+    await slept
+    const [later] = await gate.execute([{ name: 'api' }])
+    assert.equal(later.success, true)
+    assert.equal(later.metadata.store, undefined)
+  } finally {
+    await gate.close()
+  }
+})
+
+test('onError closed for the cache: the call is not run, as unavailable with a retry hint', async () => {
+  const own = await startRedis()
+  const client = new Redis({ port: own.port, host: '127.0.0.1', maxRetriesPerRequest: 1 })
+  client.on('error', () => {})
+  const { a } = pair(client, { onError: { cache: 'closed', rateLimit: 'open' } })
+  try {
+    await own.kill()
+    const [cached, limited] = await a.gate.execute([{ name: 'lookup', arguments: { q: 'k' } }, { name: 'api' }])
+    assert.equal(cached.errorKind, 'unavailable')
+    assert.equal(cached.retryable, true)
+    assert.equal(cached.retryAfterMs, 1000)
+    assert.match(cached.error, /shared store its cache needs is unavailable/)
+    assert.equal(a.runs.lookup, 0)
+    assert.equal(limited.success, true, 'the rate limit fails open here')
+    assert.equal(limited.metadata.store, 'unavailable')
+  } finally {
+    await a.gate.close()
+    client.disconnect()
+    await own.stop()
+  }
+})
+
+test('a wrong password: the first call says so, and nothing hangs', async () => {
+  const own = await startRedis({ password: 'right' })
+  const client = new Redis({ port: own.port, host: '127.0.0.1', password: 'wrong', maxRetriesPerRequest: 1 })
+  client.on('error', () => {})
+  const { a } = pair(client)
+  try {
+    await sleep(200)
+    const [cached, limited] = await a.gate.execute([{ name: 'lookup', arguments: { q: 'k' } }, { name: 'api' }])
+    assert.equal(cached.success, true)
+    assert.match(cached.metadata.storeError, /WRONGPASS|NOAUTH|auth/i)
+    assert.equal(limited.errorKind, 'rate_limited')
+    assert.match(limited.error, /WRONGPASS|NOAUTH|auth/i)
+  } finally {
+    await a.gate.close()
+    client.disconnect()
+    await own.stop()
+  }
+})
