@@ -409,7 +409,7 @@ describe('ERROR_KINDS', () => {
   it('lists every kind, frozen', () => {
     assert.deepEqual([...ERROR_KINDS].sort(), [
       'approval_denied', 'cancelled', 'duplicate', 'handler_error', 'idle_timeout', 'invalid_arguments',
-      'not_executed', 'permission_denied', 'rate_limited', 'timeout', 'unknown_tool',
+      'not_executed', 'permission_denied', 'rate_limited', 'timeout', 'unavailable', 'unknown_tool',
     ])
     assert.equal(Object.isFrozen(ERROR_KINDS), true)
   })

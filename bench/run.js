@@ -7,6 +7,7 @@ const { execFileSync } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
+const { run, versionOf } = require('./versions.js')
 
 const RESULTS = path.join(__dirname, 'RESULTS.md')
 const BEGIN = '<!-- suite: written by `npm run bench` -->'
@@ -46,23 +47,6 @@ function figuresTable(byContender) {
     rows.push(`| ${LABELS[name]} | ${cell(f.wall)} | ${cell(f.thread)} | ${cell(f.process)} | ${cell(f.lagMax)} | ${num(f.rss.median)} |`)
   }
   return rows.join('\n')
-}
-
-function versionOf(pkg) {
-  try {
-    return require(`${pkg}/package.json`).version
-  } catch {
-    // Packages whose exports hide package.json: read it from where node_modules keeps it.
-    return JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'node_modules', pkg, 'package.json'), 'utf8')).version
-  }
-}
-
-function run(command) {
-  try {
-    return execFileSync(command[0], command.slice(1), { encoding: 'utf8' }).trim()
-  } catch {
-    return 'unknown'
-  }
 }
 
 // ── The run ───────────────────────────────────────────────────────────────────────────────────────────────────────

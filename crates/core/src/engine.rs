@@ -1817,9 +1817,14 @@ impl Engine {
             slot.fills = Some((key.clone(), id));
             slot.marks.push(mark("cache", "took_over"));
             self.flight_waiters.insert(id, waiters);
-            self.flights.entry(key).or_insert(id);
-            self.release_place(&name); // taken again when it starts
-            self.run_now(t, i, now, step);
+            self.flights.entry(key.clone()).or_insert(id);
+            if self.shared.is_some() {
+                // Another process may hold the lease (or have answered) by now: it asks first, in its place.
+                self.look_again(t, i, key, id, now);
+            } else {
+                self.release_place(&name); // taken again when it starts
+                self.run_now(t, i, now, step);
+            }
         }
     }
 

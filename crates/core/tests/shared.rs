@@ -201,3 +201,27 @@ fn a_remembered_approval_is_asked_of_the_store_before_the_callback() {
     assert!(r.metadata.permission.as_ref().unwrap().by.contains("approved earlier in this session"));
 }
 
+
+#[test]
+fn a_waiter_taking_over_a_failed_flight_asks_for_the_lease_before_it_runs() {
+    let mut h = shared_host(json!({}));
+    h.tool(json!({"name": "get", "idempotent": true, "readOnly": true}), Behaviour::Hang);
+    let first = h.begin(json!([{"id": "a", "name": "get"}]), Policy::default());
+    let Op::Lookup { owner: Some(owner), .. } = answer(&mut h, json!([{"value": null, "lease": "taken"}])).remove(0) else { panic!() };
+    let second = h.begin(json!([{"id": "b", "name": "get"}]), Policy::default());
+    assert!(h.store.is_empty(), "b joined a's flight");
+    let step = h.engine.cancel(first, "stopped", &[], h.now);
+    h.apply(step);
+    assert_eq!(h.results(first)[0].error_kind, Some(ErrorKind::Cancelled));
+    // b takes the flight over: it asks for the lease (a's, under the same flight) before its handler starts.
+    let starts = h.log.iter().filter(|(e, _)| *e == "start").count();
+    let (_, ops) = h.store.iter().find(|(_, ops)| matches!(ops[0], Op::Lookup { .. })).cloned().expect("a lookup for b");
+    assert!(matches!(&ops[0], Op::Lookup { owner: Some(o), .. } if *o == owner));
+    assert!(!h.store.iter().any(|(_, ops)| ops.iter().any(|op| matches!(op, Op::Release { .. }))), "the lease is handed on, not let go");
+    assert_eq!(h.log.iter().filter(|(e, _)| *e == "start").count(), starts);
+    let index = h.store.iter().position(|(_, ops)| matches!(ops[0], Op::Lookup { .. })).unwrap();
+    let (ticket, _) = h.store.remove(index);
+    let step = h.engine.answer_store(ticket, r#"[{"value":"{\"truncated\":false}\nanswered meanwhile"}]"#, h.now);
+    h.apply(step);
+    assert_eq!(h.results(second)[0].output, "answered meanwhile");
+}

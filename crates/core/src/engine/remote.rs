@@ -455,7 +455,11 @@ impl Engine {
             return self.settle_waiting(turn_id, index, result, now, step);
         }
         let Some((key, flight)) = fills else { return };
-        // It keeps the place it holds while it waits.
+        self.look_again(turn_id, index, key, flight, now);
+    }
+
+    /// A flight's leader asks for the entry, or the lease, again: it keeps the place it holds while it waits.
+    pub(super) fn look_again(&mut self, turn_id: u32, index: usize, key: String, flight: u32, now: Instant) {
         self.ask_store(turn_id, index, Plan { lookup: Some(LookupPlan { key, flight }), ..Plan::default() }, now);
     }
 
