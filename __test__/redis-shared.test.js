@@ -46,6 +46,20 @@ async function connect(kind) {
   return client
 }
 
+/** A server of the test's own (to kill, or to guard with a password) and an ioredis client of it; `end()` closes
+ * the executors given and both. */
+async function ownServer({ password, clientPassword } = {}) {
+  const own = await startRedis({ password })
+  const client = new Redis({ port: own.port, host: '127.0.0.1', password: clientPassword, maxRetriesPerRequest: 1 })
+  client.on('error', () => {})
+  const end = async (...gates) => {
+    await Promise.all(gates.map((gate) => gate.close()))
+    client.disconnect()
+    await own.stop()
+  }
+  return { own, client, end }
+}
+
 /** Two executors (as two processes would be) over one store of `client`, with the same tools. */
 function pair(client, { onError, register } = {}) {
   const store = redisStore({ client, prefix: freshPrefix(), timeoutMs: 1_000, onError })
@@ -160,9 +174,7 @@ test('sessions: dedup counts, remembered approvals and rollback counts are the s
 })
 
 test('Redis killed mid-run: every call gets a result per its station\'s policy, and the executor recovers when it returns', async () => {
-  const own = await startRedis()
-  const client = new Redis({ port: own.port, host: '127.0.0.1', maxRetriesPerRequest: 1 })
-  client.on('error', () => {})
+  const { own, client, end } = await ownServer()
   const { a } = pair(client, { register: (gate) => gate.register({ name: 'fetch', readOnly: true, idempotent: true, rateLimit: '1000/s', handler: () => 'fetched' }) })
   try {
     const before = await a.gate.execute([{ name: 'lookup', arguments: { q: 'k' } }, { name: 'api' }])
@@ -192,9 +204,7 @@ test('Redis killed mid-run: every call gets a result per its station\'s policy, 
     const [hit] = await a.gate.execute([{ name: 'lookup', arguments: { q: 'k' } }])
     assert.equal(hit.cached, true)
   } finally {
-    await a.gate.close()
-    client.disconnect()
-    await own.stop()
+    await end(a.gate)
   }
 })
 
@@ -227,9 +237,7 @@ test('a slow Redis (DEBUG SLEEP) past timeoutMs: calls go on or stop at the time
 })
 
 test('onError closed for the cache: the call is not run, as unavailable with a retry hint', async () => {
-  const own = await startRedis()
-  const client = new Redis({ port: own.port, host: '127.0.0.1', maxRetriesPerRequest: 1 })
-  client.on('error', () => {})
+  const { own, client, end } = await ownServer()
   const { a } = pair(client, { onError: { cache: 'closed', rateLimit: 'open' } })
   try {
     await own.kill()
@@ -242,16 +250,12 @@ test('onError closed for the cache: the call is not run, as unavailable with a r
     assert.equal(limited.success, true, 'the rate limit fails open here')
     assert.equal(limited.metadata.store, 'unavailable')
   } finally {
-    await a.gate.close()
-    client.disconnect()
-    await own.stop()
+    await end(a.gate)
   }
 })
 
 test('a wrong password: the first call says so, and nothing hangs', async () => {
-  const own = await startRedis({ password: 'right' })
-  const client = new Redis({ port: own.port, host: '127.0.0.1', password: 'wrong', maxRetriesPerRequest: 1 })
-  client.on('error', () => {})
+  const { client, end } = await ownServer({ password: 'right', clientPassword: 'wrong' })
   const { a } = pair(client)
   try {
     await sleep(200)
@@ -261,8 +265,64 @@ test('a wrong password: the first call says so, and nothing hangs', async () => 
     assert.equal(limited.errorKind, 'rate_limited')
     assert.match(limited.error, /WRONGPASS|NOAUTH|auth/i)
   } finally {
-    await a.gate.close()
-    client.disconnect()
-    await own.stop()
+    await end(a.gate)
+  }
+})
+
+test('a result saved to this machine\'s artifact folder is not shared: another executor runs the call itself', async () => {
+  const client = await connect('ioredis')
+  const { a, b } = pair(client, { register: (gate) => gate.register({ name: 'dump', readOnly: true, idempotent: true, maxOutputChars: 100, handler: () => 'x'.repeat(5_000) }) })
+  try {
+    const [saved] = await a.gate.execute([{ name: 'dump' }])
+    assert.ok(saved.metadata.artifactPath, 'the output went to an artifact')
+    const [other] = await b.gate.execute([{ name: 'dump' }])
+    assert.equal(other.cached, false)
+    assert.notEqual(other.metadata.artifactPath, saved.metadata.artifactPath, 'its own artifact, which it can read')
+  } finally {
+    await Promise.all([a.gate.close(), b.gate.close()])
+  }
+})
+
+test('invalidate while an identical call runs in another executor: that call keeps nothing, later calls start afresh', async () => {
+  const client = await connect('ioredis')
+  let price = 'v1'
+  const { a, b } = pair(client, {
+    register: (gate) => gate.register({ name: 'price', readOnly: true, idempotent: true, handler: async () => {
+      const quoted = price
+      await sleep(200)
+      return quoted
+    } }),
+  })
+  try {
+    const running = a.gate.execute([{ name: 'price' }])
+    await sleep(50)
+    price = 'v2'
+    await b.gate.invalidate('price')
+    assert.equal((await running)[0].output, 'v1')
+    const [later] = await b.gate.execute([{ name: 'price' }])
+    assert.equal(later.output, 'v2', 'not the result computed before the invalidation')
+    assert.equal(later.cached, false)
+  } finally {
+    await Promise.all([a.gate.close(), b.gate.close()])
+  }
+})
+
+test('with Redis down, clearCache and invalidate reject for a caller that awaits them, and crash nothing for one that does not', async () => {
+  const { own, client, end } = await ownServer()
+  const { a } = pair(client)
+  const unhandled = []
+  const onUnhandled = (reason) => unhandled.push(reason)
+  process.on('unhandledRejection', onUnhandled)
+  try {
+    await own.kill()
+    for (let i = 0; client.status === 'ready' && i < 200; i++) await sleep(10)
+    a.gate.clearCache()
+    a.gate.invalidate('lookup')
+    await assert.rejects(a.gate.invalidate('lookup'), /could not invalidate the Redis cache/)
+    await sleep(50)
+    assert.deepEqual(unhandled, [])
+  } finally {
+    process.off('unhandledRejection', onUnhandled)
+    await end(a.gate)
   }
 })

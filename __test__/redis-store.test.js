@@ -109,7 +109,7 @@ for (const kind of KINDS) {
     const sessionKey = (session) => `${prefix}{s:${session}}`
     const cacheKeys = (key, storePrefix = prefix) => {
       const tag = `${storePrefix}{c:${createHash('sha1').update(key).digest('hex').slice(0, 16)}}`
-      return { entry: `${tag}e:${key}`, lease: `${tag}l` }
+      return { entry: `${tag}e:${key}`, lease: `${tag}l:${key}` }
     }
 
     before(async () => {
@@ -141,8 +141,10 @@ for (const kind of KINDS) {
       assert.deepEqual(await count({ key: 'new', refuse: true }), { earlier: 0, reused: null, rollbacks: 0 })
       assert.deepEqual(await count({ key: 'new' }), { earlier: 1, reused: null, rollbacks: 0 })
       assert.deepEqual(await count({ rollbacks: false }), { earlier: 0, reused: null, rollbacks: null })
-      assert.deepEqual(await one({ op: 'rollbacks', session, count: 3, ttlMs: TTL }), {})
-      assert.deepEqual(await count({}), { earlier: 0, reused: null, rollbacks: 3 })
+      for (const flagged of [true, true, true]) assert.deepEqual(await one({ op: 'rollbacks', session, flagged, ttlMs: TTL }), {})
+      assert.deepEqual(await count({}), { earlier: 0, reused: null, rollbacks: 3 }, 'each flag adds one')
+      await one({ op: 'rollbacks', session, flagged: false, ttlMs: TTL })
+      assert.deepEqual(await count({}), { earlier: 0, reused: null, rollbacks: 0 }, 'a result not flagged ends the run')
       const pttl = Number(await raw(sessionKey(session), 'PTTL', sessionKey(session)))
       assert.ok(pttl > 0 && pttl <= TTL, `the session's PTTL is ${pttl}`)
     })
@@ -171,7 +173,7 @@ for (const kind of KINDS) {
       const [keep, remember, rollbacks] = await small.run([
         { op: 'keep', session, key: 'd', value: 'v', ttlMs: TTL },
         { op: 'remember', session, field: 'tool', ttlMs: TTL },
-        { op: 'rollbacks', session, count: 2, ttlMs: TTL },
+        { op: 'rollbacks', session, flagged: true, ttlMs: TTL },
       ])
       assert.deepEqual([keep, remember, rollbacks], [{ skipped: true }, { skipped: true }, {}])
       assert.equal(Number(await raw(sessionKey(session), 'HLEN', sessionKey(session))), 4)
@@ -205,8 +207,9 @@ for (const kind of KINDS) {
       const key = fresh('k')
       const { entry, lease } = cacheKeys(key)
       await one({ op: 'lookup', key, owner: 'A', leaseMs: 10_000 })
-      assert.deepEqual(await one({ op: 'put', key, value: 'by B', ttlMs: TTL, owner: 'B' }), {})
+      assert.deepEqual(await one({ op: 'put', key, value: 'by B', ttlMs: TTL, owner: 'B' }), { skipped: true }, 'B holds no lease: its result is not written')
       assert.equal(await raw(lease, 'GET', lease), 'A', "B's put left A's lease alone")
+      assert.equal(await raw(entry, 'EXISTS', entry), 0)
       assert.deepEqual(await one({ op: 'put', key, value: 'by A', ttlMs: TTL, owner: 'A' }), {})
       assert.equal(await raw(lease, 'EXISTS', lease), 0)
       assert.deepEqual(await one({ op: 'lookup', key, owner: 'C', leaseMs: 10_000 }), { value: 'by A' })
@@ -235,7 +238,8 @@ for (const kind of KINDS) {
         { op: 'put', key: fresh('k'), value: 'x'.repeat(10), ttlMs: TTL },
       ])
       assert.deepEqual(replies, [{ skipped: true }, { skipped: true }, { skipped: true }, {}])
-      assert.equal(await raw(cacheKeys(key).entry, 'EXISTS', cacheKeys(key).entry), 0)
+      // What is left is an empty entry: no result, and no reason for identical calls elsewhere to wait for one.
+      assert.equal(await raw(cacheKeys(key).entry, 'GET', cacheKeys(key).entry), '')
       assert.equal(await raw(cacheKeys(key).lease, 'EXISTS', cacheKeys(key).lease), 0, 'the skipped put released its lease')
     })
 
@@ -315,8 +319,13 @@ for (const kind of KINDS) {
         assert.ok(slots.size > 1, 'the entries lie in several slots')
       }
       const present = async (target, list) => (await target.run(list.map((key) => ({ op: 'lookup', key })))).map((r) => r.value !== null)
+      // A lease taken for a key under the prefix goes with the entries (uncounted), so its holder keeps nothing.
+      await inv.run([{ op: 'lookup', key: 'user:1:d', owner: 'A', leaseMs: 10_000 }])
       assert.equal(await inv.invalidate('user:1:'), 3)
       assert.deepEqual(await present(inv, keys), [false, false, false, true, true, true, true, true])
+      assert.equal(await raw(cacheKeys('user:1:d', own).lease, 'EXISTS', cacheKeys('user:1:d', own).lease), 0)
+      assert.deepEqual(await inv.run([{ op: 'put', key: 'user:1:d', value: 'stale', ttlMs: TTL, owner: 'A' }]), [{ skipped: true }])
+      assert.deepEqual(await present(inv, ['user:1:d']), [false], 'a flight that was invalidated keeps nothing')
       assert.equal(await inv.invalidate('gl*b?[x]\\'), 1, 'the glob characters of the prefix match themselves only')
       assert.deepEqual(await present(inv, keys), [false, false, false, true, true, false, true, true])
       assert.equal(await inv.invalidate('nothing'), 0)

@@ -289,13 +289,21 @@ class ToolExecutor {
     if (typeof tool !== 'string') throw new TypeError('invalidate(tool, args?): tool must be a tool name')
     const argsJson = args === undefined ? undefined : JSON.stringify(args)
     const dropped = this.#engine.invalidate(tool, argsJson)
-    return this.#store ? this.#store.invalidate(this.#engine.cachePrefix(tool, argsJson)) : dropped
+    return this.#store ? this.#sharedInvalidation(this.#engine.cachePrefix(tool, argsJson)) : dropped
   }
 
   /** Forgets every cached result (in every process, with a shared store: then a promise of how many). */
   clearCache() {
     this.#engine.clearCache()
-    return this.#store?.invalidate('')
+    return this.#store ? this.#sharedInvalidation('') : undefined
+  }
+
+  /** The shared store's invalidation: a caller that awaits it learns when it failed; one that does not (as with the
+   * memory store) must not have its process brought down by an unhandled rejection. */
+  #sharedInvalidation(prefix) {
+    const done = Promise.resolve().then(() => this.#store.invalidate(prefix))
+    done.catch(() => {})
+    return done
   }
 
   /**

@@ -70,11 +70,22 @@ local tokens = tonumber(redis.call('HGET', KEYS[1], 'tokens'))
 if tokens then redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', math.min(tonumber(ARGV[1]), tokens + 1))) end
 return 0
 `,
-  // KEYS: entry, lease. ARGV: value, ttlMs ('' stores nothing: a release, or a value too large), [owner].
-  // Only the lease's own owner drops it: a filler that outlived its lease must not free another's.
+  // KEYS: entry, lease. ARGV: value, ttlMs ('' stores nothing: a release), [owner]. With an owner, the entry is
+  // written only while its lease is still the owner's: an invalidation (which drops leases too) or a lease that
+  // ran out means another may have computed it since. Only the lease's own owner drops it. Returns 1 when the
+  // entry was not written.
   put: `
-if ARGV[2] ~= '' then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
-if ARGV[3] and redis.call('GET', KEYS[2]) == ARGV[3] then redis.call('DEL', KEYS[2]) end
+local owns = ARGV[3] and redis.call('GET', KEYS[2]) == ARGV[3]
+if owns then redis.call('DEL', KEYS[2]) end
+if ARGV[2] == '' or (ARGV[3] and not owns) then return 1 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 0
+`,
+  // KEYS: session. ARGV: flagged ('1' or '0'), ttlMs. A flag adds one to the session's consecutive rollbacks (an
+  // increment, so that processes flagging at once lose none), a result not flagged ends the run.
+  rollbacks: `
+if ARGV[1] == '1' then redis.call('HINCRBY', KEYS[1], 'rb', 1) else redis.call('HSET', KEYS[1], 'rb', 0) end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 0
 `,
   // KEYS: session. ARGV: key.

@@ -68,7 +68,7 @@ export type StoreOp =
   | { op: 'uncount'; session: string; key: string }
   | { op: 'keep'; session: string; key: string; value: string; ttlMs: number }
   | { op: 'remember'; session: string; field: string; ttlMs: number }
-  | { op: 'rollbacks'; session: string; count: number; ttlMs: number }
+  | { op: 'rollbacks'; session: string; flagged: boolean; ttlMs: number }
 
 /** One reply per operation; a failed one is `{ error }`. */
 export type StoreReply =

@@ -111,7 +111,8 @@ function redisStore(options) {
   const bucketKey = (key) => `${prefix}{b:${key}}`
   const cacheKeys = (key) => {
     const tag = `${prefix}{c:${createHash('sha1').update(key).digest('hex').slice(0, HASH_CHARS)}}`
-    return [`${tag}e:${key}`, `${tag}l`]
+    // The lease names its cache key too, so that an invalidation finds (and drops) it with the entry.
+    return [`${tag}e:${key}`, `${tag}l:${key}`]
   }
 
   async function evalScript(script, keys, argv) {
@@ -127,8 +128,8 @@ function redisStore(options) {
   }
 
   const tooLarge = (value) => Buffer.byteLength(value) > maxEntryBytes
-  const sessionSet = async (op, field, value, capped) => {
-    const argv = [field, value, op.ttlMs, ...(capped ? [maxSessionKeys] : [])]
+  const sessionSet = async (op, field, value) => {
+    const argv = [field, value, op.ttlMs, maxSessionKeys]
     return (await evalScript(SCRIPTS.sessionSet, [sessionKey(op.session)], argv)) === 1 ? { skipped: true } : {}
   }
 
@@ -160,11 +161,12 @@ function redisStore(options) {
     },
     async put(op) {
       const owned = op.owner !== undefined && op.owner !== null
+      // Too large to share: an empty entry (which no call can read as a result) tells the others not to wait for
+      // one, so that they run at once rather than one after another under the lease.
       const skipped = tooLarge(op.value)
-      // Too large and no lease to release: nothing to send.
-      if (skipped && !owned) return { skipped: true }
-      await evalScript(SCRIPTS.put, cacheKeys(op.key), skipped ? ['', '', op.owner] : [op.value, op.ttlMs, ...(owned ? [op.owner] : [])])
-      return skipped ? { skipped: true } : {}
+      const value = skipped ? '' : op.value
+      const notWritten = await evalScript(SCRIPTS.put, cacheKeys(op.key), [value, op.ttlMs, ...(owned ? [op.owner] : [])])
+      return skipped || notWritten === 1 ? { skipped: true } : {}
     },
     async release(op) {
       await evalScript(SCRIPTS.put, cacheKeys(op.key), ['', '', op.owner])
@@ -174,10 +176,13 @@ function redisStore(options) {
       await evalScript(SCRIPTS.uncount, [sessionKey(op.session)], [op.key])
       return {}
     },
-    keep: (op) => (tooLarge(op.value) ? { skipped: true } : sessionSet(op, `r:${op.key}`, op.value, true)),
-    remember: (op) => sessionSet(op, `a:${op.field}`, '1', true),
+    keep: (op) => (tooLarge(op.value) ? { skipped: true } : sessionSet(op, `r:${op.key}`, op.value)),
+    remember: (op) => sessionSet(op, `a:${op.field}`, '1'),
     // Not capped: a rollback count left unrecorded would let a full session roll back more than allowed.
-    rollbacks: (op) => sessionSet(op, 'rb', op.count, false),
+    async rollbacks(op) {
+      await evalScript(SCRIPTS.rollbacks, [sessionKey(op.session)], [flag(op.flagged), op.ttlMs])
+      return {}
+    },
   }
 
   async function perform(op) {
@@ -222,7 +227,10 @@ function redisStore(options) {
     const down = notConnected()
     if (down !== null) throw new Error(`toolgate could not invalidate the Redis cache: ${down}`)
     // The hash is exactly HASH_CHARS characters: a '*' there could run on into a cache key containing '}e:'.
-    const match = `${globEscape(redis.keyPrefix + prefix)}{c:${'?'.repeat(HASH_CHARS)}}e:${globEscape(cachePrefix)}*`
+    // Entries and their leases: a flight running elsewhere then keeps nothing it computed before the invalidation.
+    const match = `${globEscape(redis.keyPrefix + prefix)}{c:${'?'.repeat(HASH_CHARS)}}[el]:${globEscape(cachePrefix)}*`
+    const entryAt = prefix.length + '{c:'.length + HASH_CHARS + '}'.length
+    const isEntry = (name) => name[entryAt] === 'e'
     let deleted = 0
     const sweep = async (node) => {
       let cursor = '0'
@@ -230,7 +238,9 @@ function redisStore(options) {
         const [next, keys] = await node(['SCAN', cursor, 'MATCH', match, 'COUNT', '1000'])
         cursor = String(next)
         // Added after the await: the masters are swept at once, and `deleted += await …` would add to a stale sum.
-        const count = await unlink(keys.map((key) => String(key).slice(redis.keyPrefix.length)))
+        const names = keys.map((key) => String(key).slice(redis.keyPrefix.length))
+        // Leases go too, uncounted: the count is of cached results.
+        const [count] = await Promise.all([unlink(names.filter(isEntry)), unlink(names.filter((name) => !isEntry(name)))])
         deleted += count
       } while (cursor !== '0')
     }

@@ -265,6 +265,8 @@ struct Slot {
     polling: Option<(Instant, Duration, Instant)>,
     /// Why the shared store failed this call, which went on without it.
     store_error: Option<String>,
+    /// Store tickets of its own it no longer waits on (timed out, or its turn ended): their answers may still come.
+    unanswered: Vec<u32>,
     result: Option<ToolResult>,
 }
 
@@ -299,6 +301,7 @@ impl Slot {
             deferred: None,
             polling: None,
             store_error: None,
+            unanswered: Vec::new(),
             result: None,
         }
     }
@@ -1488,6 +1491,7 @@ impl Engine {
                 slot.marks.push(mark("retry", "scheduled"));
                 slot.backoff = Some((at, result));
                 slot.run = None;
+                self.renew_lease(turn_id, index, wait, now);
                 // The call keeps its place under the tool's maxConcurrency while it waits to retry.
                 self.take_place(&tool.spec.name);
                 self.deadlines.arm(at, Alarm::Retry(turn_id, index));
@@ -1566,8 +1570,9 @@ impl Engine {
             slot.ended_early = true;
             let name = slot.tool.as_ref().expect("an admitted call has a tool").spec.name.clone();
             if let Some(ticket) = slot.pending.take() {
-                if let Some((_, _, _, at)) = self.tickets.remove(&ticket) {
-                    self.deadlines.disarm(at, Alarm::Host(ticket));
+                match self.tickets.remove(&ticket) {
+                    Some((_, _, _, at)) => self.deadlines.disarm(at, Alarm::Host(ticket)),
+                    None => slot.unanswered.push(ticket),
                 }
                 // Handed out and holding its place; one not handed out is among the schedule's waiting calls.
                 if slot.scheduled {
@@ -1652,6 +1657,12 @@ impl Engine {
     fn settle(&mut self, turn_id: u32, index: usize, mut result: ToolResult, now: Instant, step: &mut Step) {
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
         let slot = &mut turn.slots[index];
+        if slot.pending.is_some() || !slot.unanswered.is_empty() {
+            let mut asking = std::mem::replace(slot, Slot::new(String::new()));
+            self.settled_while_asking(&mut asking, &result);
+            self.turns.get_mut(&turn_id).expect("a live turn").slots[index] = asking;
+        }
+        let slot = &mut self.turns.get_mut(&turn_id).expect("a live turn").slots[index];
         let fills = slot.fills.take();
         // A call that joined a flight and ends without it (its turn ended, a policy skipped it) leaves the flight.
         if let Some((_, id)) = slot.joined.take() {
@@ -1669,8 +1680,10 @@ impl Engine {
         if current {
             self.flights.remove(&fills.as_ref().expect("current").0);
         }
-        // A result that came from the store already (a hit, a reused answer) is not kept again.
-        if result.success && !result.cached && !result.metadata.reused {
+        // A result that came from the store already (a hit, a reused answer) is not kept again; nor, in a store shared
+        // with other processes, one whose output was saved to this machine's artifact folder.
+        let local_only = self.shared.is_some() && result.metadata.artifact_path.is_some();
+        if result.success && !result.cached && !result.metadata.reused && !local_only {
             // Kept before the dedup note is added: the note belongs to this call, not to the query's answer.
             let reuse = slot.dedup.as_ref().filter(|_| mode == Mode::Reuse).map(|d| (d.session.clone(), d.key.clone()));
             let kept = (current || reuse.is_some()).then(|| Kept::of(&result));
@@ -1766,17 +1779,21 @@ impl Engine {
         }
         let session = turn.policy.fields.get("sessionId").cloned().unwrap_or_default();
         let count = self.rollbacks.get_or_insert_mut(session.clone(), || 0);
-        if result.rollback.is_none() {
-            *count = 0;
-        } else {
+        let flagged = result.rollback.is_some();
+        let before = *count;
+        if flagged {
             *count += 1;
             if *count > self.options.max_consecutive_rollbacks {
                 result.rollback = None;
                 result.metadata.rollback_suppressed = true;
             }
+        } else {
+            *count = 0;
         }
-        let count = *count;
-        self.share_rollbacks(&session, count);
+        // Only a change goes to a shared store: most results of a judged tool are not flagged.
+        if flagged || before > 0 {
+            self.share_rollbacks(&session, flagged);
+        }
     }
 
     /// A flight ended. What its handler answered goes to every identical call waiting for it (one its schedule
@@ -1809,7 +1826,8 @@ impl Engine {
                 self.hand_over(&copy, &turn.policy.fields);
                 self.settle(t, i, copy, now, step);
             }
-        } else if let Some(pos) = waiters.iter().position(|&w| handed_out(self, w)) {
+        } else if let Some(pos) = waiters.iter().position(|&w| handed_out(self, w) && self.turns[&w.0].slots[w.1].pending.is_none()) {
+            // (One still waiting on its own ticket, its count, goes on waiting: it looks for the flight once answered.)
             let (t, i) = waiters.remove(pos);
             let slot = &mut self.turns.get_mut(&t).expect("a waiter's turn is live").slots[i];
             let name = slot.tool.as_ref().expect("a waiter has a tool").spec.name.clone();

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::result::{ErrorKind, ToolResult};
 use crate::store::Bucket;
+use crate::timer::seconds;
 
 /// What a station does when the shared store fails: go on without it, or not run the call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -62,7 +63,8 @@ pub enum Op {
     Uncount { session: String, key: String },
     Keep { session: String, key: String, value: String, ttl_ms: u64 },
     Remember { session: String, field: String, ttl_ms: u64 },
-    Rollbacks { session: String, count: u32, ttl_ms: u64 },
+    /// A judged result: a flag adds one to the session's consecutive rollbacks, no flag ends the run.
+    Rollbacks { session: String, flagged: bool, ttl_ms: u64 },
 }
 
 /// One operation's answer; which fields are set depends on the operation.
@@ -112,7 +114,7 @@ pub enum Token {
 
 impl Token {
     pub fn of(reply: &Reply) -> Token {
-        let wait = || Duration::from_secs_f64(reply.wait_ms.unwrap_or(0.0).max(0.0) / 1000.0);
+        let wait = || seconds(reply.wait_ms.unwrap_or(0.0) / 1000.0);
         match (&reply.error, reply.take.as_deref()) {
             (Some(e), _) => Token::Failed(e.clone()),
             (None, Some("now")) => Token::Now,
@@ -161,7 +163,8 @@ pub struct LookupPlan {
 pub enum Wait {
     /// Operations no call waits on (a put, a refund), how many: only their failures are counted.
     Effects(usize),
-    Call { turn: u32, index: usize, plan: Plan },
+    /// `unused`: its call ended without running (decided when it settles), so what the ticket took goes back.
+    Call { turn: u32, index: usize, plan: Plan, unused: bool },
     /// Whether this session approved the rule before, for the call about to be asked: the rule and its reason.
     Remembered { turn: u32, index: usize, by: String, reason: Option<String> },
 }
@@ -180,11 +183,15 @@ pub const UNAVAILABLE_RETRY: Duration = Duration::from_secs(1);
 /// Store operations answered late (after their ticket's deadline) are still cleaned up, for this many tickets.
 pub const LATE_TICKETS: usize = 10_000;
 
+/// The longest time a store is told (a TTL, a lease): about 31,700 years, far inside what Redis and a JSON number
+/// hold exactly.
+pub const MAX_STORE_MS: u64 = 1_000_000_000_000_000;
+
 /// What the next look of a waiter waits: double the last, bounded, and no later than just after the lease ends.
 pub fn next_poll(last: Duration, lease_left_ms: Option<f64>) -> Duration {
     let doubled = (last * 2).clamp(FIRST_POLL, MAX_POLL);
     match lease_left_ms {
-        Some(ms) if ms >= 0.0 => doubled.min(Duration::from_secs_f64(ms / 1000.0) + Duration::from_millis(1)),
+        Some(ms) if ms >= 0.0 => doubled.min(seconds(ms / 1000.0).saturating_add(Duration::from_millis(1))),
         _ => doubled,
     }
 }
@@ -237,6 +244,7 @@ mod tests {
         assert_eq!(Token::of(&reply(json!({"take": "after", "waitMs": 250.0}))), Token::After(Duration::from_millis(250)));
         assert_eq!(Token::of(&reply(json!({"take": "refused", "waitMs": 1500}))), Token::Refused(Duration::from_millis(1500)));
         assert!(matches!(Token::of(&reply(json!({"take": "maybe"}))), Token::Failed(_)));
+        assert_eq!(Token::of(&reply(json!({"take": "refused", "waitMs": 1e300}))), Token::Refused(Duration::MAX), "saturates, no panic");
         assert!(matches!(Token::of(&reply(json!({"error": "WRONGPASS"}))), Token::Failed(e) if e == "WRONGPASS"));
     }
 
@@ -246,5 +254,6 @@ mod tests {
         assert_eq!(next_poll(Duration::from_millis(40), None), Duration::from_millis(80));
         assert_eq!(next_poll(Duration::from_secs(1), None), MAX_POLL);
         assert_eq!(next_poll(Duration::from_millis(100), Some(20.0)), Duration::from_millis(21));
+        assert_eq!(next_poll(Duration::from_millis(100), Some(1e300)), Duration::from_millis(200), "a huge lease left does not overflow");
     }
 }

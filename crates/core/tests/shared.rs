@@ -225,3 +225,90 @@ fn a_waiter_taking_over_a_failed_flight_asks_for_the_lease_before_it_runs() {
     h.apply(step);
     assert_eq!(h.results(second)[0].output, "answered meanwhile");
 }
+
+#[test]
+fn a_waiter_that_takes_the_lease_after_polling_runs_and_is_cancelled_as_a_running_call() {
+    let mut h = shared_host(json!({}));
+    h.tool(json!({"name": "get", "idempotent": true, "readOnly": true}), Behaviour::Hang);
+    let turn = h.begin(json!([{"name": "get"}]), Policy::default());
+    answer(&mut h, json!([{"value": null, "lease": "held", "leaseLeftMs": 2}]));
+    h.advance_clock(5);
+    answer(&mut h, json!([{"value": null, "lease": "taken"}]));
+    assert_eq!(h.running.len(), 1, "it runs the handler itself");
+    let step = h.engine.cancel(turn, "stopped", &[], h.now);
+    assert_eq!(step.abort.len(), 1, "the running handler is aborted");
+    h.apply(step);
+    let r = &h.results(turn)[0];
+    assert_eq!((r.error_kind, r.attempts), (Some(ErrorKind::Cancelled), 1));
+    assert_eq!(h.engine.counters()["tools"]["get"]["cacheMisses"], 1, "a look again is not another miss");
+    let stations: Vec<String> = r.metadata.stages.iter().filter(|m| m.station == "cache").map(|m| m.outcome.to_string()).collect();
+    assert_eq!(stations, ["miss", "waits_elsewhere", "took_over"]);
+}
+
+#[test]
+fn a_query_counted_by_a_ticket_that_timed_out_is_taken_back_when_its_call_did_not_run() {
+    let mut h = shared_host(json!({}));
+    h.tool(json!({"name": "api", "readOnly": true, "rateLimit": "5/s", "dedup": "refuse"}), text("never"));
+    let turn = h.begin(json!([{"name": "api"}]), session("s"));
+    let (ticket, _) = h.store.remove(0);
+    h.advance_clock(50);
+    assert_eq!(h.results(turn)[0].error_kind, Some(ErrorKind::RateLimited), "the limit failed closed: not run");
+    h.store.clear();
+    let step = h.engine.answer_store(ticket, &json!([{"earlier": 0}, {"take": "now"}]).to_string(), h.now);
+    h.apply(step);
+    let effects: Vec<&'static str> = h.store.iter().flat_map(|(_, ops)| op_names(ops)).collect();
+    assert_eq!(effects, ["uncount", "refund"]);
+}
+
+#[test]
+fn a_late_answer_for_a_call_that_ran_keeps_its_count_and_token() {
+    let mut h = shared_host(json!({"rateLimit": "open"}));
+    h.tool(json!({"name": "api", "readOnly": true, "rateLimit": "5/s", "dedup": "note"}), text("ran"));
+    let turn = h.begin(json!([{"name": "api"}]), session("s"));
+    let (ticket, _) = h.store.remove(0);
+    h.advance_clock(50);
+    assert!(h.results(turn)[0].success, "the limit failed open: it ran");
+    h.store.clear();
+    let step = h.engine.answer_store(ticket, &json!([{"earlier": 0}, {"take": "now"}]).to_string(), h.now);
+    h.apply(step);
+    assert!(h.store.is_empty(), "nothing to give back: {:?}", h.store);
+}
+
+#[test]
+fn an_entry_too_large_to_share_makes_identical_calls_run_without_waiting() {
+    let mut h = shared_host(json!({}));
+    h.tool(json!({"name": "get", "idempotent": true}), text("big"));
+    let turn = h.begin(json!([{"name": "get"}]), Policy::default());
+    answer(&mut h, json!([{"value": ""}]));
+    assert_eq!(h.results(turn)[0].output, "big");
+    let (_, effects) = h.store.remove(0);
+    assert!(matches!(&effects[..], [Op::Put { owner: None, .. }]), "it took no lease: {effects:?}");
+}
+
+#[test]
+fn a_judged_tool_writes_the_sessions_rollback_count_only_when_it_changes() {
+    let mut h = shared_host(json!({}));
+    h.tool(json!({"name": "probe", "readOnly": true, "dedup": "off", "rollbackWhen": {"host": true}}), text("[]"));
+    let turn = h.begin(json!([{"name": "probe"}]), session("s"));
+    answer(&mut h, json!([{"earlier": 0, "rollbacks": 0}]));
+    h.results(turn);
+    assert!(h.store.is_empty(), "not flagged, and nothing to end: no write");
+}
+
+#[test]
+fn a_retry_renews_the_leaders_lease_for_its_backoff() {
+    let mut h = shared_host(json!({}));
+    h.tool_script(json!({"name": "get", "idempotent": true, "retry": {"maxRetries": 1, "initialDelayMs": 5000}}), vec![
+        Behaviour::Return(toolgate_core::Outcome::Thrown(json!({"message": "flaky", "retryable": true}).to_string())),
+        text("second"),
+    ]);
+    let turn = h.begin(json!([{"name": "get"}]), Policy::default());
+    answer(&mut h, json!([{"value": null, "lease": "taken"}]));
+    let (_, renewal) = h.store.remove(0);
+    match &renewal[..] {
+        [Op::Lookup { lease_ms: Some(ms), .. }] => assert!(*ms >= 5000 + 30_000, "{ms}"),
+        other => panic!("{other:?}"),
+    }
+    h.advance_clock(5000);
+    assert_eq!(h.results(turn)[0].output, "second");
+}

@@ -15,7 +15,7 @@ use crate::dedup::Mode;
 use crate::ratelimit;
 use crate::registry::Tool;
 use crate::result::ToolResult;
-use crate::shared::{self, CountPlan, Fail, LookupPlan, Op, Plan, Reply, SharedStoreOptions, Token, Wait};
+use crate::shared::{self, CountPlan, Fail, LookupPlan, Op, Plan, Reply, SharedStoreOptions, Token, Wait, MAX_STORE_MS};
 use crate::store::Bucket;
 use crate::timer::after;
 use crate::Alarm;
@@ -156,16 +156,16 @@ impl Engine {
         if let Some(count) = &plan.count {
             let refuse = count.key.is_some() && count.refuses;
             let reuse = count.key.is_some() && tool.dedup.mode == Mode::Reuse;
-            ops.push(Op::Count { session: count.session.clone(), key: count.key.clone(), ttl_ms, refuse, reuse, rollbacks: count.rollbacks });
+            ops.push(Op::Count { session: count.session.clone(), key: count.key.clone(), ttl_ms: store_ms(ttl_ms), refuse, reuse, rollbacks: count.rollbacks });
         }
         if let Some(lookup) = &plan.lookup {
-            ops.push(Op::Lookup { key: lookup.key.clone(), owner: Some(shared.owner_of(lookup.flight)), lease_ms: Some(lease_ms(&tool, &max_waits)) });
+            ops.push(Op::Lookup { key: lookup.key.clone(), owner: Some(shared.owner_of(lookup.flight)), lease_ms: Some(store_ms(lease_ms(&tool, &max_waits))) });
         }
         for (i, (key, bucket, _)) in plan.takes.iter().flatten().enumerate() {
             let max_wait_ms = max_waits.get(i).copied().unwrap_or(0.0);
             ops.push(Op::Take { key: key.clone(), capacity: bucket.capacity, refill_per_sec: bucket.refill_per_sec, max_wait_ms });
         }
-        let ticket = self.send(ops, Wait::Call { turn: turn_id, index, plan }, now);
+        let ticket = self.send(ops, Wait::Call { turn: turn_id, index, plan, unused: false }, now);
         self.turns.get_mut(&turn_id).expect("a live turn").slots[index].pending = Some(ticket);
     }
 
@@ -207,9 +207,8 @@ impl Engine {
             let replies = shared::read_replies(replies_json, ops_of(&wait));
             self.answered(ticket, wait, replies, now, &mut step);
         } else if let Some(wait) = shared.late.pop(&ticket) {
-            // Its call went on as if the store had failed: what it counted stays counted.
             let replies = shared::read_replies(replies_json, ops_of(&wait));
-            self.give_back(&wait, &replies, false);
+            self.give_back(&wait, &replies);
         }
         self.drain(now, &mut step);
         step
@@ -222,6 +221,14 @@ impl Engine {
         shared.stats.timeouts += 1;
         let why = format!("no answer within {} ms", shared.options.timeout_ms);
         shared.late.push(ticket, wait.clone());
+        if let Wait::Call { turn, index, .. } = &wait {
+            if let Some(t) = self.turns.get_mut(turn) {
+                // Its call settles later: then it says whether what this ticket took goes back.
+                if t.slots[*index].pending == Some(ticket) {
+                    t.slots[*index].unanswered.push(ticket);
+                }
+            }
+        }
         let replies = vec![Reply::failed(&why); ops_of(&wait)];
         self.answered(ticket, wait, replies, now, step);
     }
@@ -230,13 +237,12 @@ impl Engine {
         self.shared().stats.errors += replies.iter().filter(|r| r.error.is_some()).count() as u64;
         match wait {
             Wait::Effects(_) => {}
-            Wait::Call { turn, index, plan } => {
+            Wait::Call { turn, index, plan, unused } => {
                 if self.waits_on(turn, index, ticket) {
                     self.resume(turn, index, plan, replies, now, step);
                 } else {
-                    // Answered meanwhile: by an identical call's flight (the query did run), or by its turn's end.
-                    let ran = self.turns.get(&turn).and_then(|t| t.slots[index].result.as_ref()).is_some_and(|r| r.metadata.shared_flight || r.cached);
-                    self.give_back(&Wait::Call { turn, index, plan }, &replies, !ran);
+                    // Answered meanwhile (by an identical call's flight, by its turn's end): `settle` said what goes back.
+                    self.give_back(&Wait::Call { turn, index, plan, unused }, &replies);
                 }
             }
             Wait::Remembered { turn, index, by, reason } => {
@@ -251,14 +257,14 @@ impl Engine {
         self.turns.get(&turn).is_some_and(|t| t.slots[index].result.is_none() && t.slots[index].pending == Some(ticket))
     }
 
-    /// What a ticket took that its call will not use: tokens go back, a lease is released, and (for a call that
-    /// never ran) the query it counted is taken back.
-    fn give_back(&mut self, wait: &Wait, replies: &[Reply], uncount: bool) {
-        let Wait::Call { plan, .. } = wait else { return };
+    /// What a ticket its call no longer waits on took: a lease is released (nobody uses it), and for a call that
+    /// ended without running, its tokens go back and the query it counted is taken back.
+    fn give_back(&mut self, wait: &Wait, replies: &[Reply]) {
+        let Wait::Call { plan, unused, .. } = wait else { return };
         let mut replies = replies.iter();
         if let Some(count) = &plan.count {
             let reply = replies.next().expect("a reply per operation");
-            if let (true, Some(key), None, Some(earlier)) = (uncount, &count.key, &reply.error, reply.earlier) {
+            if let (true, Some(key), None, Some(earlier)) = (*unused, &count.key, &reply.error, reply.earlier) {
                 // A repeat the script refused was taken back by the script itself.
                 if !(count.refuses && earlier > 0) {
                     self.effect(Op::Uncount { session: count.session.clone(), key: key.clone() });
@@ -273,7 +279,7 @@ impl Engine {
             }
         }
         for ((key, bucket, _), reply) in plan.takes.iter().flatten().zip(replies) {
-            if Token::of(reply).taken() {
+            if *unused && Token::of(reply).taken() {
                 self.effect(Op::Refund { key: key.clone(), capacity: bucket.capacity });
             }
         }
@@ -287,6 +293,8 @@ impl Engine {
         let fields = turn.policy.fields.clone();
         let mut slot = std::mem::replace(&mut turn.slots[index], super::Slot::new(String::new()));
         slot.pending = None;
+        // A look again of a call waiting on another process: its miss was counted and marked the first time.
+        let polled = slot.polling.take();
         let tool = slot.tool.clone().expect("a call asking the store has a tool");
         let name = tool.spec.name.clone();
         let mut resumed = Resumed::Run;
@@ -326,7 +334,9 @@ impl Engine {
                 resumed = match (&reply.error, &reply.value) {
                     (Some(e), _) => {
                         slot.marks.push(mark("cache", "unavailable"));
-                        counters_of(&mut self.counters, &name).cache_misses += 1;
+                        if polled.is_none() {
+                            counters_of(&mut self.counters, &name).cache_misses += 1;
+                        }
                         self.store_failed(&mut slot, on_error.cache, "cache", e)
                     }
                     (None, Some(text)) => match self.cache_hit(&mut slot, &name, text, &fields) {
@@ -334,10 +344,17 @@ impl Engine {
                         None => Resumed::Run,
                     },
                     (None, None) => {
-                        counters_of(&mut self.counters, &name).cache_misses += 1;
-                        slot.marks.push(mark("cache", "miss"));
-                        if reply.lease.as_deref() == Some("held") {
-                            slot.marks.push(mark("cache", "waits_elsewhere"));
+                        let held = reply.lease.as_deref() == Some("held");
+                        if polled.is_none() {
+                            counters_of(&mut self.counters, &name).cache_misses += 1;
+                            slot.marks.push(mark("cache", "miss"));
+                        } else if !held {
+                            slot.marks.push(mark("cache", "took_over"));
+                        }
+                        if held {
+                            if polled.is_none() {
+                                slot.marks.push(mark("cache", "waits_elsewhere"));
+                            }
                             Resumed::Held(reply.lease_left_ms)
                         } else {
                             Resumed::Run
@@ -413,7 +430,7 @@ impl Engine {
             }
             Resumed::Held(left) => {
                 let slot = &mut self.turns.get_mut(&turn_id).expect("a live turn").slots[index];
-                let (since, last, _) = slot.polling.unwrap_or((now, Duration::ZERO, now));
+                let (since, last, _) = polled.unwrap_or((now, Duration::ZERO, now));
                 let wait = shared::next_poll(last, left);
                 let at = after(now, wait);
                 slot.polling = Some((since, wait, at));
@@ -446,7 +463,7 @@ impl Engine {
         // As long as a lease of its own would last: by then the other's (taken earlier) has ended, unless that
         // process holds the tool to longer limits.
         let max_waits = self.max_waits_ms(turn_id, index, now);
-        let limit_ms = lease_ms(&tool, &max_waits);
+        let limit_ms = waiter_limit_ms(&tool, &max_waits);
         if waited >= Duration::from_millis(limit_ms) {
             let slot = &mut self.turns.get_mut(&turn_id).expect("a live turn").slots[index];
             slot.polling = None;
@@ -557,16 +574,46 @@ impl Engine {
     pub(super) fn share_remembered(&mut self, session: &str, tool: &str, by: &str) {
         if self.shared.is_some() {
             let ttl_ms = self.options.dedup.session_ttl_ms;
-            self.effect(Op::Remember { session: session.to_string(), field: remembered_field(tool, by), ttl_ms });
+            self.effect(Op::Remember { session: session.to_string(), field: remembered_field(tool, by), ttl_ms: store_ms(ttl_ms) });
         }
     }
 
-    /// A session's consecutive rollback count changed: other processes see it too.
-    pub(super) fn share_rollbacks(&mut self, session: &str, count: u32) {
+    /// A session's consecutive rollback count changed (a flag adds one, a result not flagged ends a run): other
+    /// processes see it too.
+    pub(super) fn share_rollbacks(&mut self, session: &str, flagged: bool) {
         if self.shared.is_some() && !session.is_empty() {
-            let ttl_ms = self.options.dedup.session_ttl_ms;
-            self.effect(Op::Rollbacks { session: session.to_string(), count, ttl_ms });
+            let ttl_ms = store_ms(self.options.dedup.session_ttl_ms);
+            self.effect(Op::Rollbacks { session: session.to_string(), flagged, ttl_ms });
         }
+    }
+
+    /// A leader about to wait `backoff` before its next attempt keeps its lease that long, and that attempt's.
+    pub(super) fn renew_lease(&mut self, turn_id: u32, index: usize, backoff: Duration, now: Instant) {
+        let Some(shared) = self.shared.as_ref() else { return };
+        let slot = &self.turns[&turn_id].slots[index];
+        let Some((key, flight)) = slot.fills.clone().filter(|(_, id)| shared.leases.contains_key(id)) else { return };
+        let tool = slot.tool.clone().expect("a retried call has a tool");
+        let owner = shared.owner_of(flight);
+        let lease = lease_ms(&tool, &self.max_waits_ms(turn_id, index, now)).saturating_add(backoff.as_millis() as u64);
+        self.effect(Op::Lookup { key, owner: Some(owner), lease_ms: Some(store_ms(lease)) });
+    }
+
+    /// A call settles while tickets of its own are out (or timed out, and may still be answered): whether it ran
+    /// decides what they give back when they are answered. One answered by an identical call's flight, or from the
+    /// cache, used its query, not its tokens.
+    pub(super) fn settled_while_asking(&mut self, slot: &mut super::Slot, result: &ToolResult) {
+        let Some(shared) = self.shared.as_mut() else { return };
+        let unused = slot.attempts == 0 && !result.cached && !result.metadata.shared_flight;
+        for ticket in slot.pending.iter().chain(&slot.unanswered) {
+            let wait = match shared.waits.get_mut(ticket) {
+                Some((wait, _)) => Some(wait),
+                None => shared.late.peek_mut(ticket),
+            };
+            if let Some(Wait::Call { unused: u, .. }) = wait {
+                *u = unused;
+            }
+        }
+        slot.unanswered.clear();
     }
 
     /// A call's result says the store failed it, and why.
@@ -601,7 +648,7 @@ impl Engine {
         match self.shared.as_mut() {
             Some(shared) => {
                 let owner = shared.leases.remove(&flight).map(|_| shared.owner_of(flight));
-                let ttl_ms = ttl.as_millis().max(1) as u64;
+                let ttl_ms = store_ms(ttl.as_millis().min(u128::from(MAX_STORE_MS)) as u64);
                 self.effect(Op::Put { key, value: kept.to_string(), ttl_ms, owner });
             }
             None => self.store.put(key, kept.into(), ttl, now),
@@ -612,7 +659,7 @@ impl Engine {
     pub(super) fn keep_reused(&mut self, session: &str, key: &str, kept: &str, now: Instant) {
         let ttl = Duration::from_millis(self.options.dedup.session_ttl_ms);
         if self.shared.is_some() {
-            let op = Op::Keep { session: session.to_string(), key: key.to_string(), value: kept.to_string(), ttl_ms: ttl.as_millis() as u64 };
+            let op = Op::Keep { session: session.to_string(), key: key.to_string(), value: kept.to_string(), ttl_ms: store_ms(self.options.dedup.session_ttl_ms) };
             self.effect(op);
         } else {
             self.store.put(super::reuse_key(session, key), kept.into(), ttl, now);
@@ -646,17 +693,23 @@ fn ops_of(wait: &Wait) -> usize {
     }
 }
 
-/// How long a leader may hold its lease: its limit, its retries' budget and its rate-limit waits, plus a margin.
+/// How long a leader's lease lasts for one attempt: its rate-limit waits, its time limit and a margin. A retry
+/// renews it for its backoff and its own attempt.
 fn lease_ms(tool: &Tool, max_waits: &[f64]) -> u64 {
-    let retry = &tool.retry;
-    let backoff: f64 = (0..retry.max_retries.min(64))
-        .map(|i| (retry.initial_delay_ms as f64 * retry.backoff_factor.powi(i as i32)).min(retry.max_delay_ms as f64))
-        .sum();
-    let attempts = tool.timeout_ms.saturating_mul(u64::from(retry.max_retries) + 1).saturating_add(backoff as u64);
-    let retries = if retry.max_retries > 0 { retry.max_elapsed_ms } else { 0 };
-    let runs = attempts.min(tool.timeout_ms.saturating_add(retries));
     let waits = max_waits.iter().sum::<f64>() as u64;
-    runs.saturating_add(waits).saturating_add(shared::LEASE_MARGIN_MS)
+    tool.timeout_ms.saturating_add(waits).saturating_add(shared::LEASE_MARGIN_MS)
+}
+
+/// How long a call waits for an identical call another process runs: as long as that call may take with all its
+/// retries (its processes hold the tool to the same limits).
+fn waiter_limit_ms(tool: &Tool, max_waits: &[f64]) -> u64 {
+    let retries = if tool.retry.max_retries > 0 { tool.retry.max_elapsed_ms } else { 0 };
+    lease_ms(tool, max_waits).saturating_add(retries)
+}
+
+/// A time as the store is told it: at least a millisecond, at most `MAX_STORE_MS`.
+fn store_ms(ms: u64) -> u64 {
+    ms.clamp(1, MAX_STORE_MS)
 }
 
 /// A remembered approval's field in its session: the tool and the rule that asked.
