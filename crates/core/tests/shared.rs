@@ -305,10 +305,11 @@ fn a_retry_renews_the_leaders_lease_for_its_backoff() {
     let turn = h.begin(json!([{"name": "get"}]), Policy::default());
     answer(&mut h, json!([{"value": null, "lease": "taken"}]));
     let (_, renewal) = h.store.remove(0);
-    match &renewal[..] {
-        [Op::Lookup { lease_ms: Some(ms), .. }] => assert!(*ms >= 5000 + 30_000, "{ms}"),
-        other => panic!("{other:?}"),
-    }
+    let [Op::Lookup { lease_ms: Some(renewed), .. }] = renewal[..] else { panic!("{renewal:?}") };
     h.advance_clock(5000);
-    assert_eq!(h.results(turn)[0].output, "second");
+    let r = &h.results(turn)[0];
+    assert_eq!(r.output, "second");
+    // The backoff (jittered, up to 5 s), then the next attempt's 30 s limit and the margin.
+    let backoff = r.metadata.attempt_errors[0].retry_in_ms as u64;
+    assert!(renewed >= backoff + 30_000 + 1_000, "renewed for {renewed} ms after a backoff of {backoff} ms");
 }
