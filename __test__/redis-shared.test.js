@@ -326,3 +326,27 @@ test('with Redis down, clearCache and invalidate reject for a caller that awaits
     await end(a.gate)
   }
 })
+
+test('close() waits for the store\'s answers still out, so the lease a cancelled call took does not outlive it', async () => {
+  const client = await connect('ioredis')
+  const sleeper = await connect('ioredis')
+  const prefix = freshPrefix()
+  const gate = new ToolExecutor({ store: redisStore({ client, prefix, timeoutMs: 2_000 }) })
+  gate.register({ name: 'lookup', readOnly: true, idempotent: true, handler: () => 'v' })
+  const slept = sleeper.call('DEBUG', 'SLEEP', '0.3')
+  await sleep(20)
+  const turn = gate.execute([{ name: 'lookup' }])
+  await sleep(20)
+  await gate.close()
+  const [r] = await turn
+  assert.equal(r.errorKind, 'cancelled')
+  await slept
+  const [, keys] = await client.scan('0', 'MATCH', `${prefix}*`, 'COUNT', '1000')
+  assert.deepEqual(keys.filter((k) => k.includes('}l:')), [], 'the lease its late answer took was let go before close() resolved')
+})
+
+test('invalidate on a node-redis cluster client that is not connected yet rejects rather than report nothing dropped', async () => {
+  const idle = createCluster({ rootNodes: cluster.nodes.map((n) => ({ url: `redis://${n.host}:${n.port}` })) }).on('error', () => {})
+  const store = redisStore({ client: idle, prefix: freshPrefix() })
+  await assert.rejects(store.invalidate(''), /could not invalidate the Redis cache: the Redis client is not connected/)
+})

@@ -50,6 +50,8 @@ class ToolExecutor {
   #engine
   /** The store shared between processes, when the executor has one (`store` option). */
   #store
+  /** Its batches not answered yet: `close()` waits for them, so that what they took (a lease, a token) goes back. */
+  #storeBatches = new Set()
   #handlers = new Map()
   /** `rollbackWhen` functions, by tool name: they judge a handler's value in JS, the engine counts the flags. */
   #judges = new Map()
@@ -334,12 +336,27 @@ class ToolExecutor {
       })
       this.#onIdle = null
     }
+    await this.#storeAnswered(timeoutMs)
     this.#guard(() => this.#engine.removeArtifacts())
     this.#observers?.auditSink?.close()
     const stillRunning = this.pendingHandlers()
     // Handlers that never settle are the application's to find in `stillRunning`; the executor lets them go.
     this.#abandoned.clear()
     return { stillRunning }
+  }
+
+  /** Waits (at most `timeoutMs`) for the shared store's batches still out, and the give-backs their answers send. */
+  async #storeAnswered(timeoutMs) {
+    let timer
+    const late = new Promise((resolve) => {
+      timer = setTimeout(resolve, timeoutMs, 'late')
+    })
+    // An answer may send give-backs of its own, in a batch of their own: wait for those too.
+    while (this.#storeBatches.size > 0) {
+      const outcome = await Promise.race([Promise.allSettled([...this.#storeBatches]), late])
+      if (outcome === 'late') break
+    }
+    clearTimeout(timer)
   }
 
   /**
@@ -476,7 +493,11 @@ class ToolExecutor {
     if (step.start) for (const [run, turnId] of step.start) this.#notStarted.set(run, turnId)
     if (step.late) for (const late of step.late) this.#overdue(late)
     if (step.host) for (const request of step.host) this.#askHost(request)
-    if (step.store) runTickets(this.#store, step.store, (ticket, json) => this.#drive(() => this.#engine.answerStore(ticket, json)))
+    if (step.store) {
+      const batch = runTickets(this.#store, step.store, (ticket, json) => this.#drive(() => this.#engine.answerStore(ticket, json)))
+      this.#storeBatches.add(batch)
+      batch.finally(() => this.#storeBatches.delete(batch))
+    }
     if (step.abort) for (const run of step.abort) this.#abort(run)
     if (step.start) for (const start of step.start) this.#start(start)
     if (step.done) for (const turnId of step.done) this.#finish(turnId)

@@ -29,7 +29,7 @@ function takeStore(options) {
 
 /** Runs one step's tickets (`[ticket, ops]`) as one batch, so that what a turn needs goes out together, and
  * answers each ticket with its replies through `answer(ticket, json)`. A store that throws or rejects fails every
- * operation with its reason; nothing escapes. */
+ * operation with its reason; nothing escapes. Resolves once every ticket is answered. */
 function runTickets(store, tickets, answer) {
   const ops = []
   for (const [, ticketOps] of tickets) for (const op of ticketOps) ops.push(op)
@@ -39,7 +39,7 @@ function runTickets(store, tickets, answer) {
   } catch (err) {
     pending = Promise.reject(err)
   }
-  pending
+  return pending
     .then((replies) => {
       if (!Array.isArray(replies)) throw new TypeError(`the store answered ${describeProblem(replies)}, not one reply per operation`)
       return replies

@@ -61,7 +61,8 @@ else
   if wait <= max_wait then outcome, tokens = 'after', tokens - 1 else outcome = 'refused' end
 end
 redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'at', string.format('%.17g', now))
-redis.call('PEXPIRE', KEYS[1], math.ceil((capacity - tokens) / refill * 1000) + 1000)
+-- At most 1e13 ms (317 years): a larger number would be written in exponent form, which PEXPIRE refuses.
+redis.call('PEXPIRE', KEYS[1], math.min(math.ceil((capacity - tokens) / refill * 1000) + 1000, 1e13))
 return {outcome, string.format('%.17g', wait)}
 `,
   // KEYS: bucket. ARGV: capacity. A bucket already gone is full: nothing to give back.

@@ -224,8 +224,10 @@ function redisStore(options) {
    */
   async function invalidate(cachePrefix) {
     if (typeof cachePrefix !== 'string') throw new TypeError(`invalidate: the prefix must be a string ('' for every entry); got ${describe(cachePrefix)}`)
-    const down = notConnected()
-    if (down !== null) throw new Error(`toolgate could not invalidate the Redis cache: ${down}`)
+    // Only a client that is up: one still connecting may not know its nodes yet (a cluster's masters), and a sweep
+    // that found no node would report nothing deleted.
+    const status = redis.status()
+    if (status !== null) throw new Error(`toolgate could not invalidate the Redis cache: ${notConnected() ?? `the Redis client is not connected (status: ${status})`}`)
     // The hash is exactly HASH_CHARS characters: a '*' there could run on into a cache key containing '}e:'.
     // Entries and their leases: a flight running elsewhere then keeps nothing it computed before the invalidation.
     const match = `${globEscape(redis.keyPrefix + prefix)}{c:${'?'.repeat(HASH_CHARS)}}[el]:${globEscape(cachePrefix)}*`

@@ -114,7 +114,8 @@ pub enum Token {
 
 impl Token {
     pub fn of(reply: &Reply) -> Token {
-        let wait = || seconds(reply.wait_ms.unwrap_or(0.0) / 1000.0);
+        // A wait no bucket could ask (a week) is the store's garbage, not a wait to tell a model.
+        let wait = || seconds(reply.wait_ms.unwrap_or(0.0) / 1000.0).min(MAX_WAIT);
         match (&reply.error, reply.take.as_deref()) {
             (Some(e), _) => Token::Failed(e.clone()),
             (None, Some("now")) => Token::Now,
@@ -158,13 +159,22 @@ pub struct LookupPlan {
     pub flight: u32,
 }
 
+/// What a ticket took that goes back once its call has settled: the query it counted (the call never ran) and the
+/// tokens it took (the attempt they were for never started).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unused {
+    pub count: bool,
+    pub tokens: bool,
+}
+
 /// Why a call waits on the store, and where the answer goes.
 #[derive(Debug, Clone)]
 pub enum Wait {
     /// Operations no call waits on (a put, a refund), how many: only their failures are counted.
     Effects(usize),
-    /// `unused`: its call ended without running (decided when it settles), so what the ticket took goes back.
-    Call { turn: u32, index: usize, plan: Plan, unused: bool },
+    /// `attempt`: the call's attempts when it was sent; `unused`: what its call did not use, decided when the
+    /// call settles.
+    Call { turn: u32, index: usize, plan: Plan, attempt: u32, unused: Unused },
     /// Whether this session approved the rule before, for the call about to be asked: the rule and its reason.
     Remembered { turn: u32, index: usize, by: String, reason: Option<String> },
 }
@@ -176,6 +186,9 @@ pub const MAX_POLL: Duration = Duration::from_millis(250);
 
 /// How long past its own limits a leader's lease lasts: the leader settles (and releases it) well within this.
 pub const LEASE_MARGIN_MS: u64 = 1_000;
+
+/// The longest wait a token take may answer.
+pub const MAX_WAIT: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// How long a retry hint tells a model to wait when a rate limit failed closed because the store is down.
 pub const UNAVAILABLE_RETRY: Duration = Duration::from_secs(1);
@@ -244,7 +257,7 @@ mod tests {
         assert_eq!(Token::of(&reply(json!({"take": "after", "waitMs": 250.0}))), Token::After(Duration::from_millis(250)));
         assert_eq!(Token::of(&reply(json!({"take": "refused", "waitMs": 1500}))), Token::Refused(Duration::from_millis(1500)));
         assert!(matches!(Token::of(&reply(json!({"take": "maybe"}))), Token::Failed(_)));
-        assert_eq!(Token::of(&reply(json!({"take": "refused", "waitMs": 1e300}))), Token::Refused(Duration::MAX), "saturates, no panic");
+        assert_eq!(Token::of(&reply(json!({"take": "refused", "waitMs": 1e300}))), Token::Refused(MAX_WAIT), "bounded, no panic");
         assert!(matches!(Token::of(&reply(json!({"error": "WRONGPASS"}))), Token::Failed(e) if e == "WRONGPASS"));
     }
 

@@ -53,19 +53,38 @@ fn a_call_needing_nothing_shared_never_asks_the_store() {
 }
 
 #[test]
-fn one_ticket_carries_a_calls_count_lookup_and_tokens_and_a_hit_gives_its_token_back() {
+fn one_ticket_carries_a_calls_count_and_lookup_and_a_hit_takes_no_token() {
     let mut h = shared_host(json!({}));
     h.tool(json!({"name": "get", "idempotent": true, "readOnly": true, "rateLimit": "5/s", "dedup": "note"}), text("fresh"));
     let turn = h.begin(json!([{"name": "get"}]), session("s"));
     assert_eq!(h.store.len(), 1, "one ticket for the call");
     let kept = "{\"truncated\":false}\nfrom the store";
-    let ops = answer(&mut h, json!([{"earlier": 0}, {"value": kept}, {"take": "now"}]));
-    assert_eq!(op_names(&ops), ["count", "lookup", "take"]);
+    let ops = answer(&mut h, json!([{"earlier": 0}, {"value": kept}]));
+    assert_eq!(op_names(&ops), ["count", "lookup"]);
     let r = &h.results(turn)[0];
     assert!(r.cached && r.output == "from the store");
     assert!(h.log.is_empty(), "no handler ran");
-    let (_, effects) = h.store.remove(0);
-    assert_eq!(op_names(&effects), ["refund"]);
+    assert!(h.store.is_empty(), "no token was taken, none goes back");
+}
+
+#[test]
+fn a_limited_call_nothing_can_answer_takes_its_tokens_in_its_one_ticket() {
+    let mut h = shared_host(json!({}));
+    h.tool(json!({"name": "api", "readOnly": true, "rateLimit": "5/s", "dedup": "note"}), text("ran"));
+    let turn = h.begin(json!([{"name": "api"}]), session("s"));
+    let ops = answer(&mut h, json!([{"earlier": 0}, {"take": "now"}]));
+    assert_eq!(op_names(&ops), ["count", "take"]);
+    assert_eq!(h.results(turn)[0].output, "ran");
+}
+
+#[test]
+fn a_miss_takes_its_tokens_once_it_is_known_to_run() {
+    let mut h = shared_host(json!({}));
+    h.tool(json!({"name": "get", "idempotent": true, "rateLimit": "5/s"}), text("ran"));
+    let turn = h.begin(json!([{"name": "get"}]), Policy::default());
+    assert_eq!(op_names(&answer(&mut h, json!([{"value": null, "lease": "taken"}]))), ["lookup"]);
+    assert_eq!(op_names(&answer(&mut h, json!([{"take": "now"}]))), ["take"]);
+    assert_eq!(h.results(turn)[0].output, "ran");
 }
 
 #[test]
@@ -109,9 +128,8 @@ fn a_lease_that_comes_free_is_taken_over_and_the_call_runs_after_its_tokens() {
     let mut h = shared_host(json!({}));
     h.tool(json!({"name": "get", "idempotent": true, "rateLimit": "5/s"}), text("took over"));
     let turn = h.begin(json!([{"name": "get"}]), Policy::default());
-    answer(&mut h, json!([{"value": null, "lease": "held", "leaseLeftMs": 3}, {"take": "now"}]));
-    let (_, refund) = h.store.remove(0);
-    assert_eq!(op_names(&refund), ["refund"], "a waiter gives back the token it took");
+    answer(&mut h, json!([{"value": null, "lease": "held", "leaseLeftMs": 3}]));
+    assert!(h.store.is_empty(), "a waiter takes no token");
     h.advance_clock(5);
     answer(&mut h, json!([{"value": null, "lease": "taken"}]));
     let ops = answer(&mut h, json!([{"take": "now"}]));
@@ -160,16 +178,16 @@ fn closed_stations_answer_unavailable_and_a_reply_error_counts() {
 }
 
 #[test]
-fn a_call_cancelled_while_it_waits_on_the_store_gives_back_its_count_lease_and_tokens() {
+fn a_call_cancelled_while_it_waits_on_the_store_gives_back_its_count_and_lease() {
     let mut h = shared_host(json!({}));
     h.tool(json!({"name": "get", "idempotent": true, "readOnly": true, "rateLimit": "5/s", "dedup": "note"}), text("never"));
     let turn = h.begin(json!([{"name": "get"}]), session("s"));
     let step = h.engine.cancel(turn, "the user stopped", &[], h.now);
     h.apply(step);
     assert_eq!(h.results(turn)[0].error_kind, Some(ErrorKind::Cancelled));
-    answer(&mut h, json!([{"earlier": 0}, {"value": null, "lease": "taken"}, {"take": "now"}]));
+    answer(&mut h, json!([{"earlier": 0}, {"value": null, "lease": "taken"}]));
     let effects: Vec<&'static str> = h.store.iter().flat_map(|(_, ops)| op_names(ops)).collect();
-    assert_eq!(effects, ["uncount", "release", "refund"]);
+    assert_eq!(effects, ["uncount", "release"]);
 }
 
 #[test]
@@ -248,7 +266,7 @@ fn a_waiter_that_takes_the_lease_after_polling_runs_and_is_cancelled_as_a_runnin
 #[test]
 fn a_query_counted_by_a_ticket_that_timed_out_is_taken_back_when_its_call_did_not_run() {
     let mut h = shared_host(json!({}));
-    h.tool(json!({"name": "api", "readOnly": true, "rateLimit": "5/s", "dedup": "refuse"}), text("never"));
+    h.tool(json!({"name": "api", "readOnly": true, "rateLimit": "5/s", "dedup": "note"}), text("never"));
     let turn = h.begin(json!([{"name": "api"}]), session("s"));
     let (ticket, _) = h.store.remove(0);
     h.advance_clock(50);
@@ -312,4 +330,71 @@ fn a_retry_renews_the_leaders_lease_for_its_backoff() {
     // The backoff (jittered, up to 5 s), then the next attempt's 30 s limit and the margin.
     let backoff = r.metadata.attempt_errors[0].retry_in_ms as u64;
     assert!(renewed >= backoff + 30_000 + 1_000, "renewed for {renewed} ms after a backoff of {backoff} ms");
+}
+
+#[test]
+fn a_late_lease_of_a_flight_handed_on_stays_with_the_flight() {
+    let mut h = shared_host(json!({}));
+    h.tool(json!({"name": "get", "idempotent": true, "readOnly": true}), text("second ran"));
+    let first = h.begin(json!([{"id": "a", "name": "get"}]), Policy::default());
+    let (late, _) = h.store.remove(0);
+    let second = h.begin(json!([{"id": "b", "name": "get"}]), Policy::default());
+    let step = h.engine.cancel(first, "stopped", &[], h.now);
+    h.apply(step);
+    h.results(first);
+    // b took the flight over and asks for the lease under the flight's name.
+    let (ticket, _) = h.store.remove(0);
+    // a's lookup answers late: it took the lease, which is the flight's, so b's now.
+    let step = h.engine.answer_store(late, &json!([{"value": null, "lease": "taken"}]).to_string(), h.now);
+    h.apply(step);
+    assert!(h.store.is_empty(), "no release: {:?}", h.store);
+    let step = h.engine.answer_store(ticket, &json!([{"value": null, "lease": "taken"}]).to_string(), h.now);
+    h.apply(step);
+    assert_eq!(h.results(second)[0].output, "second ran");
+    let (_, effects) = h.store.remove(0);
+    assert!(matches!(&effects[..], [Op::Put { owner: Some(_), .. }]), "b's put lets the lease go: {effects:?}");
+}
+
+#[test]
+fn a_retrys_token_comes_back_when_that_attempt_never_starts() {
+    let mut h = shared_host(json!({}));
+    h.tool_script(json!({"name": "api", "readOnly": true, "rateLimit": "5/s", "dedup": "off", "retry": {"maxRetries": 1, "initialDelayMs": 10}}), vec![
+        Behaviour::Return(toolgate_core::Outcome::Thrown(json!({"message": "flaky", "retryable": true}).to_string())),
+        text("never"),
+    ]);
+    let turn = h.begin(json!([{"name": "api"}]), Policy::default());
+    answer(&mut h, json!([{"take": "now"}]));
+    h.advance_clock(10);
+    let (retry, ops) = h.store.remove(0);
+    assert_eq!(op_names(&ops), ["take"]);
+    h.advance_clock(50);
+    let r = &h.results(turn)[0];
+    assert_eq!((r.error_kind, r.attempts), (Some(ErrorKind::RateLimited), 1), "the retry's take timed out: failed closed");
+    h.store.clear();
+    let step = h.engine.answer_store(retry, &json!([{"take": "now"}]).to_string(), h.now);
+    h.apply(step);
+    let effects: Vec<&'static str> = h.store.iter().flat_map(|(_, ops)| op_names(ops)).collect();
+    assert_eq!(effects, ["refund"], "the attempt it was for never started");
+}
+
+#[test]
+fn a_late_count_answered_while_its_call_waits_is_given_back_if_the_call_then_never_runs() {
+    let mut h = shared_host(json!({}));
+    h.tool(json!({"name": "get", "idempotent": true, "readOnly": true, "dedup": "note"}), Behaviour::Hang);
+    let first = h.begin(json!([{"id": "a", "name": "get"}]), session("s"));
+    answer(&mut h, json!([{"earlier": 0}, {"value": null, "lease": "taken"}]));
+    // b joins a's flight; its own count times out (dedup fails open) and it keeps waiting for the flight.
+    let second = h.begin(json!([{"id": "b", "name": "get"}]), session("s"));
+    let (late, ops) = h.store.remove(0);
+    assert_eq!(op_names(&ops), ["count"]);
+    h.advance_clock(50);
+    let step = h.engine.answer_store(late, &json!([{"earlier": 1}]).to_string(), h.now);
+    h.apply(step);
+    assert!(h.store.is_empty(), "decided when b settles");
+    let step = h.engine.cancel(second, "stopped", &[], h.now);
+    h.apply(step);
+    assert_eq!(h.results(second)[0].error_kind, Some(ErrorKind::Cancelled));
+    let effects: Vec<&'static str> = h.store.iter().flat_map(|(_, ops)| op_names(ops)).collect();
+    assert_eq!(effects, ["uncount"], "b never ran: its count goes back");
+    let _ = first;
 }

@@ -15,7 +15,7 @@ use crate::dedup::Mode;
 use crate::ratelimit;
 use crate::registry::Tool;
 use crate::result::ToolResult;
-use crate::shared::{self, CountPlan, Fail, LookupPlan, Op, Plan, Reply, SharedStoreOptions, Token, Wait, MAX_STORE_MS};
+use crate::shared::{self, CountPlan, Fail, LookupPlan, Op, Plan, Reply, SharedStoreOptions, Token, Unused, Wait, MAX_STORE_MS};
 use crate::store::Bucket;
 use crate::timer::after;
 use crate::Alarm;
@@ -26,6 +26,8 @@ pub(super) struct Shared {
     waits: FxHashMap<u32, (Wait, Instant)>,
     /// Tickets past their deadline: a late answer still gives back what it took (a token, a lease).
     late: Bounded<u32, Wait>,
+    /// Late answers that came while their call still ran: what they took goes back (or not) when it settles.
+    held_answers: FxHashMap<u32, (Wait, Vec<Reply>)>,
     outbox: Vec<(u32, Vec<Op>)>,
     effects: Vec<Op>,
     /// This engine's name on the leases it takes (unique across processes and restarts).
@@ -55,6 +57,7 @@ impl Shared {
             options,
             waits: FxHashMap::default(),
             late: Bounded::new(shared::LATE_TICKETS),
+            held_answers: FxHashMap::default(),
             outbox: Vec::new(),
             effects: Vec::new(),
             owner: format!("{}-{nanos:x}-{:x}", std::process::id(), fastrand::u64(..)),
@@ -122,7 +125,12 @@ impl Engine {
             },
             None => true,
         };
-        if leads {
+        // Its tokens come in the same ticket only when nothing in it can answer the call instead (a cache hit, a
+        // refused or reused repeat): a call that does not run takes no token, even for a moment. Otherwise they
+        // come once it is known to run.
+        let tool = self.turns[&turn_id].slots[index].tool.clone().expect("a scheduled call has a tool");
+        let may_answer = plan.lookup.is_some() || (plan.count.as_ref().is_some_and(|c| c.key.is_some()) && matches!(tool.dedup.mode, Mode::Refuse | Mode::Reuse));
+        if leads && !may_answer {
             plan.takes = Some(self.limits_of(turn_id, index, now).into_iter().map(|(key, bucket, _, whole)| (key, bucket, whole)).collect());
         }
         // Joined an identical call of this process with nothing to count: it waits for that call.
@@ -165,7 +173,8 @@ impl Engine {
             let max_wait_ms = max_waits.get(i).copied().unwrap_or(0.0);
             ops.push(Op::Take { key: key.clone(), capacity: bucket.capacity, refill_per_sec: bucket.refill_per_sec, max_wait_ms });
         }
-        let ticket = self.send(ops, Wait::Call { turn: turn_id, index, plan, unused: false }, now);
+        let attempt = self.turns[&turn_id].slots[index].attempts;
+        let ticket = self.send(ops, Wait::Call { turn: turn_id, index, plan, attempt, unused: Unused::default() }, now);
         self.turns.get_mut(&turn_id).expect("a live turn").slots[index].pending = Some(ticket);
     }
 
@@ -208,7 +217,15 @@ impl Engine {
             self.answered(ticket, wait, replies, now, &mut step);
         } else if let Some(wait) = shared.late.pop(&ticket) {
             let replies = shared::read_replies(replies_json, ops_of(&wait));
-            self.give_back(&wait, &replies);
+            let live = match &wait {
+                Wait::Call { turn, index, .. } => self.turns.get(turn).is_some_and(|t| t.slots[*index].unanswered.contains(&ticket)),
+                _ => false,
+            };
+            if live {
+                self.shared().held_answers.insert(ticket, (wait, replies));
+            } else {
+                self.give_back(&wait, &replies);
+            }
         }
         self.drain(now, &mut step);
         step
@@ -237,12 +254,12 @@ impl Engine {
         self.shared().stats.errors += replies.iter().filter(|r| r.error.is_some()).count() as u64;
         match wait {
             Wait::Effects(_) => {}
-            Wait::Call { turn, index, plan, unused } => {
+            Wait::Call { turn, index, plan, attempt, unused } => {
                 if self.waits_on(turn, index, ticket) {
                     self.resume(turn, index, plan, replies, now, step);
                 } else {
                     // Answered meanwhile (by an identical call's flight, by its turn's end): `settle` said what goes back.
-                    self.give_back(&Wait::Call { turn, index, plan, unused }, &replies);
+                    self.give_back(&Wait::Call { turn, index, plan, attempt, unused }, &replies);
                 }
             }
             Wait::Remembered { turn, index, by, reason } => {
@@ -264,7 +281,7 @@ impl Engine {
         let mut replies = replies.iter();
         if let Some(count) = &plan.count {
             let reply = replies.next().expect("a reply per operation");
-            if let (true, Some(key), None, Some(earlier)) = (*unused, &count.key, &reply.error, reply.earlier) {
+            if let (true, Some(key), None, Some(earlier)) = (unused.count, &count.key, &reply.error, reply.earlier) {
                 // A repeat the script refused was taken back by the script itself.
                 if !(count.refuses && earlier > 0) {
                     self.effect(Op::Uncount { session: count.session.clone(), key: key.clone() });
@@ -274,12 +291,17 @@ impl Engine {
         if let Some(lookup) = &plan.lookup {
             let reply = replies.next().expect("a reply per operation");
             if reply.lease.as_deref() == Some("taken") {
-                let owner = self.shared().owner_of(lookup.flight);
-                self.effect(Op::Release { key: lookup.key.clone(), owner });
+                if self.flights.get(&lookup.key) == Some(&lookup.flight) {
+                    // The flight went on under another call (the lease is the flight's, not the call's): it holds it.
+                    self.shared().leases.insert(lookup.flight, lookup.key.clone());
+                } else {
+                    let owner = self.shared().owner_of(lookup.flight);
+                    self.effect(Op::Release { key: lookup.key.clone(), owner });
+                }
             }
         }
         for ((key, bucket, _), reply) in plan.takes.iter().flatten().zip(replies) {
-            if *unused && Token::of(reply).taken() {
+            if unused.tokens && Token::of(reply).taken() {
                 self.effect(Op::Refund { key: key.clone(), capacity: bucket.capacity });
             }
         }
@@ -603,17 +625,28 @@ impl Engine {
     /// cache, used its query, not its tokens.
     pub(super) fn settled_while_asking(&mut self, slot: &mut super::Slot, result: &ToolResult) {
         let Some(shared) = self.shared.as_mut() else { return };
-        let unused = slot.attempts == 0 && !result.cached && !result.metadata.shared_flight;
+        let never_ran = slot.attempts == 0 && !result.cached && !result.metadata.shared_flight;
+        let mut answered = Vec::new();
         for ticket in slot.pending.iter().chain(&slot.unanswered) {
             let wait = match shared.waits.get_mut(ticket) {
                 Some((wait, _)) => Some(wait),
-                None => shared.late.peek_mut(ticket),
+                None => match shared.held_answers.get_mut(ticket) {
+                    Some((wait, _)) => {
+                        answered.push(*ticket);
+                        Some(wait)
+                    }
+                    None => shared.late.peek_mut(ticket),
+                },
             };
-            if let Some(Wait::Call { unused: u, .. }) = wait {
-                *u = unused;
+            if let Some(Wait::Call { attempt, unused, .. }) = wait {
+                *unused = Unused { count: never_ran, tokens: slot.attempts == *attempt };
             }
         }
         slot.unanswered.clear();
+        for ticket in answered {
+            let (wait, replies) = self.shared().held_answers.remove(&ticket).expect("held above");
+            self.give_back(&wait, &replies);
+        }
     }
 
     /// A call's result says the store failed it, and why.
