@@ -696,7 +696,7 @@ export interface ExecutorStats {
   total: ToolStats
   tools: Record<string, ToolStats>
   /** With a shared store: operations sent, failed (timeouts included), tickets not answered within `timeoutMs`,
-   * and results the store failed. */
+   * results the store failed, and round trips out now. */
   store?: StoreStats
 }
 export interface StoreStats {
@@ -704,6 +704,8 @@ export interface StoreStats {
   errors: number
   timeouts: number
   unavailable: number
+  /** Round trips out now, and late answers kept until their call settles. */
+  pending: number
 }
 /** What a station does when the shared store fails: go on without it, or not run the call. */
 export type StoreFailure = 'open' | 'closed'

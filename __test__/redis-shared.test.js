@@ -350,3 +350,23 @@ test('invalidate on a node-redis cluster client that is not connected yet reject
   const store = redisStore({ client: idle, prefix: freshPrefix() })
   await assert.rejects(store.invalidate(''), /could not invalidate the Redis cache: the Redis client is not connected/)
 })
+
+test('close({ timeoutMs }) keeps to one deadline for handlers still running and store answers still out', async () => {
+  const client = await connect('ioredis')
+  const sleeper = await connect('ioredis')
+  const gate = new ToolExecutor({ store: redisStore({ client, prefix: freshPrefix(), timeoutMs: 5_000 }) })
+  gate.register({ name: 'stuck', readOnly: true, handler: () => new Promise(() => {}) })
+  gate.register({ name: 'lookup', readOnly: true, idempotent: true, handler: () => 'v' })
+  void gate.execute([{ name: 'stuck' }])
+  await sleep(20)
+  const slept = sleeper.call('DEBUG', 'SLEEP', '3')
+  await sleep(20)
+  void gate.execute([{ name: 'lookup' }])
+  await sleep(20)
+  const started = Date.now()
+  const { stillRunning } = await gate.close({ timeoutMs: 1_000 })
+  const tookMs = Date.now() - started
+  assert.equal(stillRunning.length, 1)
+  assert.ok(tookMs < 1_800, `close took ${tookMs} ms: its one deadline is 1,000 ms, not one per wait`)
+  await slept
+})

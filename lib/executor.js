@@ -16,6 +16,8 @@ const { setTimeout, clearTimeout, setInterval, clearInterval, setImmediate, queu
 
 /** Records kept of handlers that were stopped but have not settled (`pendingHandlers()`, late settlements). */
 const MAX_ABANDONED = 10_000
+/** Shared-store batches `close()` waits for at most (a store that never answers leaves the rest unwatched). */
+const MAX_STORE_BATCHES = 10_000
 /** How long `close()` waits for handlers still running after their calls ended, unless told otherwise. */
 const CLOSE_TIMEOUT_MS = 5_000
 /** Strings at least this long cross as UTF-8 bytes, a slice of this many characters per turn of the event loop:
@@ -321,6 +323,7 @@ class ToolExecutor {
     this.#closed = true
     this.#timers.clearAll?.()
     const timeoutMs = options?.timeoutMs ?? CLOSE_TIMEOUT_MS
+    const closeBy = now() + timeoutMs
     for (const turn of this.#turns.values()) turn.abortReason = new DOMException('The tool executor was closed', 'AbortError')
     this.#sendSettled()
     const unstarted = [...this.#notStarted.keys()]
@@ -336,7 +339,7 @@ class ToolExecutor {
       })
       this.#onIdle = null
     }
-    await this.#storeAnswered(timeoutMs)
+    await this.#storeAnswered(closeBy - now())
     this.#guard(() => this.#engine.removeArtifacts())
     this.#observers?.auditSink?.close()
     const stillRunning = this.pendingHandlers()
@@ -347,6 +350,7 @@ class ToolExecutor {
 
   /** Waits (at most `timeoutMs`) for the shared store's batches still out, and the give-backs their answers send. */
   async #storeAnswered(timeoutMs) {
+    if (this.#storeBatches.size === 0 || timeoutMs <= 0) return
     let timer
     const late = new Promise((resolve) => {
       timer = setTimeout(resolve, timeoutMs, 'late')
@@ -495,8 +499,11 @@ class ToolExecutor {
     if (step.host) for (const request of step.host) this.#askHost(request)
     if (step.store) {
       const batch = runTickets(this.#store, step.store, (ticket, json) => this.#drive(() => this.#engine.answerStore(ticket, json)))
-      this.#storeBatches.add(batch)
-      batch.finally(() => this.#storeBatches.delete(batch))
+      // Kept only up to a bound: a store whose batches never settle must not grow this set for ever.
+      if (this.#storeBatches.size < MAX_STORE_BATCHES) {
+        this.#storeBatches.add(batch)
+        batch.finally(() => this.#storeBatches.delete(batch))
+      }
     }
     if (step.abort) for (const run of step.abort) this.#abort(run)
     if (step.start) for (const start of step.start) this.#start(start)

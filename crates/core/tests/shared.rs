@@ -398,3 +398,29 @@ fn a_late_count_answered_while_its_call_waits_is_given_back_if_the_call_then_nev
     assert_eq!(effects, ["uncount"], "b never ran: its count goes back");
     let _ = first;
 }
+
+#[test]
+fn a_late_count_of_a_call_answered_by_its_flight_is_not_kept_waiting() {
+    let mut h = shared_host(json!({}));
+    h.tool(json!({"name": "get", "idempotent": true, "readOnly": true, "dedup": "note"}), Behaviour::Hang);
+    h.tool(json!({"name": "slow", "readOnly": true, "dedup": "off"}), Behaviour::Hang);
+    let first = h.begin(json!([{"id": "a", "name": "get"}]), session("s"));
+    answer(&mut h, json!([{"earlier": 0}, {"value": null, "lease": "taken"}]));
+    // b joins a's flight and sends its count; c keeps b's turn open.
+    let second = h.begin(json!([{"id": "b", "name": "get"}, {"id": "c", "name": "slow"}]), session("s"));
+    let (count, _) = h.store.remove(0);
+    // a's handler returns while b's count is still out: b gets a's result.
+    let run = *h.running.iter().find(|(_, name)| *name == "get").unwrap().0;
+    let step = h.engine.complete(run, toolgate_core::Outcome::Text("shared".into()), h.now);
+    h.apply(step);
+    h.results(first);
+    h.store.clear();
+    h.advance_clock(50);
+    let step = h.engine.answer_store(count, &json!([{"earlier": 1}]).to_string(), h.now);
+    h.apply(step);
+    assert!(h.store.is_empty(), "b's query did run (in a's flight): its count stays");
+    assert_eq!(h.engine.counters()["store"]["pending"], 0, "nothing kept waiting for a call that has settled");
+    let step = h.engine.cancel(second, "stopped", &[], h.now);
+    h.apply(step);
+    assert!(h.results(second)[0].metadata.shared_flight);
+}

@@ -218,7 +218,7 @@ impl Engine {
         } else if let Some(wait) = shared.late.pop(&ticket) {
             let replies = shared::read_replies(replies_json, ops_of(&wait));
             let live = match &wait {
-                Wait::Call { turn, index, .. } => self.turns.get(turn).is_some_and(|t| t.slots[*index].unanswered.contains(&ticket)),
+                Wait::Call { turn, index, .. } => self.turns.get(turn).is_some_and(|t| t.slots[*index].result.is_none() && t.slots[*index].unanswered.contains(&ticket)),
                 _ => false,
             };
             if live {
@@ -241,7 +241,7 @@ impl Engine {
         if let Wait::Call { turn, index, .. } = &wait {
             if let Some(t) = self.turns.get_mut(turn) {
                 // Its call settles later: then it says whether what this ticket took goes back.
-                if t.slots[*index].pending == Some(ticket) {
+                if t.slots[*index].pending == Some(ticket) && t.slots[*index].result.is_none() {
                     t.slots[*index].unanswered.push(ticket);
                 }
             }
@@ -643,6 +643,10 @@ impl Engine {
             }
         }
         slot.unanswered.clear();
+        // A store ticket it waited on is no longer its to wait on: its answer goes by the flags just set.
+        if slot.pending.is_some_and(|t| shared.waits.contains_key(&t)) {
+            slot.pending = None;
+        }
         for ticket in answered {
             let (wait, replies) = self.shared().held_answers.remove(&ticket).expect("held above");
             self.give_back(&wait, &replies);
@@ -713,7 +717,12 @@ impl Engine {
 
     /// The store's counters, for `stats()`: absent without a shared store.
     pub(super) fn store_stats(&self) -> Option<Value> {
-        self.shared.as_ref().map(|s| serde_json::to_value(s.stats).expect("store stats serialize"))
+        self.shared.as_ref().map(|s| {
+            let mut stats = serde_json::to_value(s.stats).expect("store stats serialize");
+            // Tickets out, and late answers kept until their call settles: a gauge that must come back to 0.
+            stats["pending"] = (s.waits.len() + s.held_answers.len()).into();
+            stats
+        })
     }
 }
 
