@@ -191,6 +191,7 @@ test('Redis killed mid-run: every call gets a result per its station\'s policy, 
     assert.equal(limited.retryable, true)
     assert.equal(limited.retryAfterMs, 1000)
     assert.match(limited.error, /shared store that keeps its rate limit is unavailable/)
+    assert.equal(limited.output, `Error (rate_limited): ${limited.error}`, 'what the model reads, as for every failure')
     assert.equal(both.errorKind, 'rate_limited', 'a cached tool with a limit: the limit decides')
     assert.equal(a.runs.lookup, 2)
     const stats = a.gate.stats().store

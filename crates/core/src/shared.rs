@@ -214,7 +214,22 @@ pub fn unavailable(call_id: String, tool: &str, station: &str, why: &str) -> Too
     let error = format!(
         "Tool \"{tool}\" was not run: the shared store its {station} needs is unavailable ({why}). Try again in a moment."
     );
-    let mut result = ToolResult::failure(call_id, tool.to_string(), ErrorKind::Unavailable, error, true);
+    try_again_later(call_id, tool, ErrorKind::Unavailable, error)
+}
+
+/// A call not run because the store that keeps its rate limit is down (the limit fails closed): `rate_limited`,
+/// as the model should read it, with the store's reason.
+pub fn no_token(call_id: String, tool: &str, why: &str) -> ToolResult {
+    let ms = UNAVAILABLE_RETRY.as_millis();
+    let error = format!(
+        "Tool \"{tool}\" was not run: the shared store that keeps its rate limit is unavailable ({why}), so no token \
+         could be taken. Wait about {ms} ms before calling it again."
+    );
+    try_again_later(call_id, tool, ErrorKind::RateLimited, error)
+}
+
+fn try_again_later(call_id: String, tool: &str, kind: ErrorKind, error: String) -> ToolResult {
+    let mut result = ToolResult::failure(call_id, tool.to_string(), kind, error, true);
     result.retry_after_ms = Some(UNAVAILABLE_RETRY.as_millis() as u64);
     result
 }

@@ -152,6 +152,7 @@ fn a_store_that_does_not_answer_fails_each_station_as_configured_and_a_late_answ
     assert!(results[0].metadata.store_error.as_deref().unwrap().contains("no answer within 50 ms"));
     assert_eq!(results[1].error_kind, Some(ErrorKind::RateLimited), "the rate limit fails closed");
     assert_eq!(results[1].retry_after_ms, Some(1000));
+    assert!(results[1].output.starts_with("Error (rate_limited): Tool \"api\" was not run: the shared store"), "{}", results[1].output);
     assert_eq!(h.engine.counters()["store"]["timeouts"], 2);
     h.store.clear();
     // The lease and the token the store did take, answered late, go back.

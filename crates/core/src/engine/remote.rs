@@ -408,14 +408,7 @@ impl Engine {
                             counters_of(&mut self.counters, &name).rate_limited += 1;
                             slot.marks.push(mark("rate_limit", "unavailable"));
                             slot.store_error = Some(e.clone());
-                            let mut result = ratelimit::refused(slot.id.clone(), &name, *whole, shared::UNAVAILABLE_RETRY);
-                            result.error = Some(format!(
-                                "Tool \"{name}\" was not run: the shared store that keeps its rate limit is unavailable ({e}), \
-                                 so no token could be taken. Wait about {} ms before calling it again.",
-                                shared::UNAVAILABLE_RETRY.as_millis()
-                            ));
-                            result.output = result.error.clone().unwrap_or_default();
-                            resumed = Resumed::Answered(Box::new(result));
+                            resumed = Resumed::Answered(Box::new(shared::no_token(slot.id.clone(), &name, e)));
                         }
                     },
                     _ => {}
