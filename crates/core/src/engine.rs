@@ -1137,12 +1137,6 @@ impl Engine {
         if let Some(deferred) = slot.deferred.take() {
             return self.ask_deferred(turn_id, index, deferred, now);
         }
-        if let (Some((key, _)), true) = (&slot.joined, self.shared.is_some()) {
-            // The flight it joined ended before it was handed out: it looks the entry up itself.
-            let cache_key = Some(key.clone());
-            slot.joined = None;
-            return self.ask_deferred(turn_id, index, Deferred { count: None, cache_key }, now);
-        }
         if let Some((key, id)) = slot.joined.take() {
             if self.flight_waiters.get(&id).is_some_and(|w| w.contains(&(turn_id, index))) {
                 slot.joined = Some((key, id));

@@ -137,9 +137,9 @@ impl Token {
 pub struct Plan {
     pub count: Option<CountPlan>,
     pub lookup: Option<LookupPlan>,
-    /// The buckets (key, shape, whether the executor's own) this ticket takes the call's tokens from; None when
-    /// it takes none (tokens come later, or the call will not run itself).
-    pub takes: Option<Vec<(String, Bucket, bool)>>,
+    /// The buckets (key, shape, the wait the call may make, whether the executor's own) this ticket takes the
+    /// call's tokens from; None when it takes none (tokens come later, or the call will not run itself).
+    pub takes: Option<Vec<(String, Bucket, Duration, bool)>>,
 }
 
 #[derive(Debug, Clone)]

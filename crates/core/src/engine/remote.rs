@@ -131,7 +131,7 @@ impl Engine {
         let tool = self.turns[&turn_id].slots[index].tool.clone().expect("a scheduled call has a tool");
         let may_answer = plan.lookup.is_some() || (plan.count.as_ref().is_some_and(|c| c.key.is_some()) && matches!(tool.dedup.mode, Mode::Refuse | Mode::Reuse));
         if leads && !may_answer {
-            plan.takes = Some(self.limits_of(turn_id, index, now).into_iter().map(|(key, bucket, _, whole)| (key, bucket, whole)).collect());
+            plan.takes = Some(self.limits_of(turn_id, index, now));
         }
         // Joined an identical call of this process with nothing to count: it waits for that call.
         if plan.count.is_none() && !leads {
@@ -148,7 +148,7 @@ impl Engine {
         }
         let name = self.turns[&turn_id].slots[index].tool.as_ref().expect("a scheduled call has a tool").spec.name.clone();
         self.take_place(&name);
-        let plan = Plan { takes: Some(limits.into_iter().map(|(key, bucket, _, whole)| (key, bucket, whole)).collect()), ..Plan::default() };
+        let plan = Plan { takes: Some(limits), ..Plan::default() };
         self.ask_store(turn_id, index, plan, now);
     }
 
@@ -158,7 +158,8 @@ impl Engine {
         let slot = &turn.slots[index];
         let tool = slot.tool.clone().expect("a call asking the store has a tool");
         let ttl_ms = self.options.dedup.session_ttl_ms;
-        let max_waits = self.max_waits_ms(turn_id, index, now);
+        // A lookup's lease covers the waits for tokens the call may make once it leads.
+        let lease = plan.lookup.as_ref().map(|_| store_ms(lease_ms(&tool, self.waits_ms(turn_id, index, now))));
         let shared = self.shared.as_ref().expect("a shared store");
         let mut ops = Vec::new();
         if let Some(count) = &plan.count {
@@ -167,10 +168,10 @@ impl Engine {
             ops.push(Op::Count { session: count.session.clone(), key: count.key.clone(), ttl_ms: store_ms(ttl_ms), refuse, reuse, rollbacks: count.rollbacks });
         }
         if let Some(lookup) = &plan.lookup {
-            ops.push(Op::Lookup { key: lookup.key.clone(), owner: Some(shared.owner_of(lookup.flight)), lease_ms: Some(store_ms(lease_ms(&tool, &max_waits))) });
+            ops.push(Op::Lookup { key: lookup.key.clone(), owner: Some(shared.owner_of(lookup.flight)), lease_ms: lease });
         }
-        for (i, (key, bucket, _)) in plan.takes.iter().flatten().enumerate() {
-            let max_wait_ms = max_waits.get(i).copied().unwrap_or(0.0);
+        for (key, bucket, max_wait, _) in plan.takes.iter().flatten() {
+            let max_wait_ms = max_wait.as_secs_f64() * 1000.0;
             ops.push(Op::Take { key: key.clone(), capacity: bucket.capacity, refill_per_sec: bucket.refill_per_sec, max_wait_ms });
         }
         let attempt = self.turns[&turn_id].slots[index].attempts;
@@ -300,7 +301,7 @@ impl Engine {
                 }
             }
         }
-        for ((key, bucket, _), reply) in plan.takes.iter().flatten().zip(replies) {
+        for ((key, bucket, _, _), reply) in plan.takes.iter().flatten().zip(replies) {
             if unused.tokens && Token::of(reply).taken() {
                 self.effect(Op::Refund { key: key.clone(), capacity: bucket.capacity });
             }
@@ -390,7 +391,7 @@ impl Engine {
         // Every token taken is known, so that one the call will not use goes back.
         if let Some(takes) = &plan.takes {
             let tokens: Vec<Token> = replies_left.by_ref().take(takes.len()).map(Token::of).collect();
-            for ((key, bucket, whole), token) in takes.iter().zip(&tokens) {
+            for ((key, bucket, _, whole), token) in takes.iter().zip(&tokens) {
                 match token {
                     Token::Now => reserved.push((key.clone(), *bucket)),
                     Token::After(wait) => {
@@ -477,8 +478,7 @@ impl Engine {
         let waited = now.saturating_duration_since(since);
         // As long as a lease of its own would last: by then the other's (taken earlier) has ended, unless that
         // process holds the tool to longer limits.
-        let max_waits = self.max_waits_ms(turn_id, index, now);
-        let limit_ms = waiter_limit_ms(&tool, &max_waits);
+        let limit_ms = waiter_limit_ms(&tool, self.waits_ms(turn_id, index, now));
         if waited >= Duration::from_millis(limit_ms) {
             let slot = &mut self.turns.get_mut(&turn_id).expect("a live turn").slots[index];
             slot.polling = None;
@@ -495,9 +495,9 @@ impl Engine {
         self.ask_store(turn_id, index, Plan { lookup: Some(LookupPlan { key, flight }), ..Plan::default() }, now);
     }
 
-    /// The waits for tokens a call may make, per bucket, in ms.
-    fn max_waits_ms(&self, turn_id: u32, index: usize, now: Instant) -> Vec<f64> {
-        self.limits_of(turn_id, index, now).into_iter().map(|(_, _, wait, _)| wait.as_secs_f64() * 1000.0).collect()
+    /// How long in all a call may wait for its tokens, in ms.
+    fn waits_ms(&self, turn_id: u32, index: usize, now: Instant) -> u64 {
+        self.limits_of(turn_id, index, now).iter().map(|(_, _, wait, _)| wait.as_millis()).sum::<u128>().min(u128::from(u64::MAX)) as u64
     }
 
     /// Dedup's decision on a query counted `earlier` times before in the session: a refusal, the earlier result
@@ -609,7 +609,7 @@ impl Engine {
         let Some((key, flight)) = slot.fills.clone().filter(|(_, id)| shared.leases.contains_key(id)) else { return };
         let tool = slot.tool.clone().expect("a retried call has a tool");
         let owner = shared.owner_of(flight);
-        let lease = lease_ms(&tool, &self.max_waits_ms(turn_id, index, now)).saturating_add(backoff.as_millis() as u64);
+        let lease = lease_ms(&tool, self.waits_ms(turn_id, index, now)).saturating_add(backoff.as_millis() as u64);
         self.effect(Op::Lookup { key, owner: Some(owner), lease_ms: Some(store_ms(lease)) });
     }
 
@@ -730,16 +730,15 @@ fn ops_of(wait: &Wait) -> usize {
 
 /// How long a leader's lease lasts for one attempt: its rate-limit waits, its time limit and a margin. A retry
 /// renews it for its backoff and its own attempt.
-fn lease_ms(tool: &Tool, max_waits: &[f64]) -> u64 {
-    let waits = max_waits.iter().sum::<f64>() as u64;
-    tool.timeout_ms.saturating_add(waits).saturating_add(shared::LEASE_MARGIN_MS)
+fn lease_ms(tool: &Tool, waits_ms: u64) -> u64 {
+    tool.timeout_ms.saturating_add(waits_ms).saturating_add(shared::LEASE_MARGIN_MS)
 }
 
 /// How long a call waits for an identical call another process runs: as long as that call may take with all its
 /// retries (its processes hold the tool to the same limits).
-fn waiter_limit_ms(tool: &Tool, max_waits: &[f64]) -> u64 {
+fn waiter_limit_ms(tool: &Tool, waits_ms: u64) -> u64 {
     let retries = if tool.retry.max_retries > 0 { tool.retry.max_elapsed_ms } else { 0 };
-    lease_ms(tool, max_waits).saturating_add(retries)
+    lease_ms(tool, waits_ms).saturating_add(retries)
 }
 
 /// A time as the store is told it: at least a millisecond, at most `MAX_STORE_MS`.
