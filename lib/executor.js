@@ -348,19 +348,16 @@ class ToolExecutor {
     return { stillRunning }
   }
 
-  /** Waits (at most `timeoutMs`) for the shared store's batches still out, and the give-backs their answers send. */
-  async #storeAnswered(timeoutMs) {
-    if (this.#storeBatches.size === 0 || timeoutMs <= 0) return
-    let timer
-    const late = new Promise((resolve) => {
-      timer = setTimeout(resolve, timeoutMs, 'late')
-    })
+  /** Waits (at most `timeoutMs`, in real time: the store's answers are real I/O) for the shared store's batches
+   * still out, and the give-backs their answers send. */
+  #storeAnswered(timeoutMs) {
+    if (this.#storeBatches.size === 0 || timeoutMs <= 0) return undefined
+    return withinTime(this.#allStoreAnswered(), timeoutMs, { setTimeout, clearTimeout })
+  }
+
+  async #allStoreAnswered() {
     // An answer may send give-backs of its own, in a batch of their own: wait for those too.
-    while (this.#storeBatches.size > 0) {
-      const outcome = await Promise.race([Promise.allSettled([...this.#storeBatches]), late])
-      if (outcome === 'late') break
-    }
-    clearTimeout(timer)
+    while (this.#storeBatches.size > 0) await Promise.allSettled([...this.#storeBatches])
   }
 
   /**
