@@ -532,12 +532,16 @@ export type ApprovalAnswer =
   | { decision: 'deny'; reason?: string }
 
 export interface RepairOptions {
-  /** Malformed argument JSON: code fences, trailing commas, single quotes, unquoted keys, Python literals, a cut-off end. Default true. */
+  /** Malformed argument JSON: code fences, trailing commas, single quotes, unquoted keys, Python literals, comments,
+   * a cut-off end, words or tags around the one object, the object sent as a JSON string (once or twice). Default true. */
   json?: boolean
   /** Aliases and near-miss keys (case and separators, a leading underscore, one or two typos). Default true. */
   keys?: boolean
   /** Values of the wrong type, converted to the declared one when that is certain. Default true. */
   types?: boolean
+  /** Arguments one level down under a key the schema lacks (`arguments`, `args`, `input`, `parameters`, `params`,
+   * the tool's name) or in an echo of the whole call (`{ name, arguments }`). Default true. */
+  wrappers?: boolean
   /** An unknown tool name that is one usable tool's name ignoring case and separators. Default false. */
   toolNames?: boolean
   /** The model's result says in one line what was adjusted. Default true. */
@@ -551,7 +555,8 @@ export interface Repair {
   after: unknown
   rule:
     | 'json-code-fence' | 'json-trailing-commas' | 'json-single-quotes' | 'json-unquoted-keys' | 'json-python-literals'
-    | 'json-truncated' | 'json-control-characters' | 'alias' | 'key-case' | 'key-underscore' | 'key-typo'
+    | 'json-truncated' | 'json-control-characters' | 'json-comments' | 'json-text-around' | 'json-double-encoded'
+    | 'wrapper-key' | 'call-echo' | 'alias' | 'key-case' | 'key-underscore' | 'key-typo'
     | 'string-to-number' | 'string-to-integer' | 'number-to-integer' | 'string-to-boolean' | 'number-to-string'
     | 'scalar-to-array' | 'json-string' | 'null-omitted' | 'enum-case' | 'tool-name'
     /** Halves of UTF-16 surrogate pairs in the arguments, read as U+FFFD: `before` counts them. */

@@ -156,6 +156,84 @@ describe('repair', () => {
     assertFailure(refused, 'invalid_arguments', 'unexpected property "q"')
   })
 
+  it('takes good arguments out of the envelope a model put around them, and says so', async () => {
+    const { gate, calls } = echo()
+    const args = { query: 'rust', max_results: 3 }
+    const inner = JSON.stringify(args)
+    const results = await gate.execute([
+      { id: 'wrapped', name: 'search', input: { arguments: args } },
+      { id: 'named', name: 'search', input: { search: args } },
+      responsesCall(JSON.stringify({ name: 'search', arguments: inner }), 'echo'),
+      responsesCall(`<tool_call>\n{"name": "search", "arguments": ${inner}}\n</tool_call>`, 'tagged'),
+      responsesCall(`Arguments: ${inner}\nLet me know if you need more.`, 'prose'),
+      responsesCall('{\n  "query": "rust", // what to look for\n  /* at most */ "max_results": 3\n}', 'comments'),
+      responsesCall(JSON.stringify(inner), 'once'),
+      responsesCall(JSON.stringify(JSON.stringify(inner)), 'twice'),
+    ])
+    for (const r of results) assert.deepEqual(JSON.parse(r.output.split('\n')[0]), args, r.callId)
+    assert.deepEqual(results.map((r) => r.metadata.repairs.map((x) => x.rule)), [
+      ['wrapper-key'], ['wrapper-key'], ['call-echo'], ['json-text-around', 'call-echo'], ['json-text-around'], ['json-comments'],
+      ['json-double-encoded'], ['json-double-encoded'],
+    ])
+    assert.deepEqual(results[0].metadata.repairs, [{ path: '', before: 'arguments', after: null, rule: 'wrapper-key' }])
+    assert.deepEqual(results[7].metadata.repairs, [{ path: '', before: 2, after: null, rule: 'json-double-encoded' }])
+    assert.deepEqual(marks(results[0]).slice(0, 4), ['lookup:found', 'parse:ok', 'repair:applied', 'validate:ok'])
+    assert.deepEqual(marks(results[3]).slice(0, 4), ['lookup:found', 'parse:mended', 'repair:applied', 'validate:ok'])
+    assert.deepEqual(marks(results[6]).slice(0, 3), ['lookup:found', 'parse:mended', 'validate:ok'])
+    assert.deepEqual(results.map((r) => r.output.split('\n')[1]), [
+      '[arguments adjusted before running: arguments taken out of the wrapper key "arguments"]',
+      '[arguments adjusted before running: arguments taken out of the wrapper key "search"]',
+      '[arguments adjusted before running: arguments taken out of the echoed call (its name and arguments)]',
+      '[arguments adjusted before running: text around the JSON object dropped; arguments taken out of the echoed call (its name and arguments)]',
+      '[arguments adjusted before running: text around the JSON object dropped]',
+      '[arguments adjusted before running: comments in the JSON]',
+      '[arguments adjusted before running: the arguments were a JSON string of the object: decoded]',
+      '[arguments adjusted before running: the arguments were a JSON string of a JSON string of the object: decoded twice]',
+    ])
+    assert.equal(calls.search, 8)
+  })
+
+  it('leaves an envelope alone unless exactly one reading validates, with the original error', async () => {
+    const withInput = { type: 'object', required: ['text'], properties: { input: { type: 'object' }, text: { type: 'string' } } }
+    const { gate, calls } = gateWith([
+      { name: 'search', parameters: SEARCH, aliases: { q: 'query' } },
+      { name: 'summarize', parameters: withInput },
+    ])
+    const results = await gate.execute([
+      responsesCall('Either {"query": "a"} or {"query": "b"}', 'two'),
+      responsesCall('Arguments: {"query": "rust", "filter": {"lang": "en"}', 'cut'),
+      { id: 'fails', name: 'search', input: { arguments: { query: '', max_results: 3 } } },
+      { id: 'beside', name: 'search', input: { arguments: { query: 'a' }, safe: true } },
+      { id: 'other', name: 'search', input: { name: 'fetch', arguments: { query: 'a' } } },
+      { id: 'property', name: 'summarize', input: { input: { text: 'x' } } },
+      responsesCall(JSON.stringify(JSON.stringify(JSON.stringify('{"query": "a"}'))), 'thrice'),
+      responsesCall(JSON.stringify('{"query": ""}'), 'decoded-invalid'),
+    ])
+    const errors = [
+      'The arguments are not valid JSON (expected value at line 1 column 1)', 'The arguments are not valid JSON',
+      'unexpected property "arguments"', 'unexpected property "arguments"', 'unexpected properties "name", "arguments"',
+      'missing required property "text"', 'but they are a string', 'but they are a string',
+    ]
+    results.forEach((r, i) => assertFailure(r, 'invalid_arguments', errors[i]))
+    for (const r of results) assert.equal(r.metadata.repairs, undefined)
+    assert.deepEqual(calls, { search: 0, summarize: 0 })
+  })
+
+  it('turns envelope repairs off with the rest of repair', async () => {
+    const { gate, calls } = echo({ repair: false })
+    const results = await gate.execute([
+      { id: 'wrapped', name: 'search', input: { arguments: { query: 'a' } } },
+      responsesCall('Arguments: {"query": "a"}', 'prose'),
+      responsesCall(JSON.stringify('{"query": "a"}'), 'once'),
+    ])
+    for (const r of results) assertFailure(r, 'invalid_arguments')
+    assert.equal(calls.search, 0)
+    const { gate: noWrappers } = echo({ repair: { wrappers: false } })
+    const [kept, prose] = await noWrappers.execute([{ id: 'w', name: 'search', input: { input: { query: 'a' } } }, responsesCall('Arguments: {"query": "a"}', 'p')])
+    assertFailure(kept, 'invalid_arguments', 'unexpected property "input"')
+    assertSuccess(prose)
+  })
+
   it('corrects an unknown tool name only when asked, only to a tool the context may use, and says so', async () => {
     const tools = [{ name: 'web_search' }, { name: 'read_file' }, { name: 'delete_file' }]
     const plain = gateWith(tools)

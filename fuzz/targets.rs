@@ -10,7 +10,7 @@ use toolgate_core::calls::{read_calls, RawArgs};
 use toolgate_core::normalize::{normalize, Outcome};
 use toolgate_core::redact::{RedactOptions, Redactor};
 use toolgate_core::registry::{Registry, Tool};
-use toolgate_core::repair::{repair_args, repair_json, RepairOptions};
+use toolgate_core::repair::{decode_string, mend_arguments, repair_args, repair_json, reread, RepairOptions};
 use toolgate_core::result::Redactions;
 use toolgate_core::{fence, json, parse, shape, text, validate, EngineOptions, ToolSpec};
 
@@ -79,7 +79,8 @@ pub fn intake(data: &[u8]) {
     }
 }
 
-/// JSON repair: what it mends is valid JSON; valid JSON is read as it is, never changed.
+/// JSON repair: what it mends is valid JSON; valid JSON is read as it is, never changed. Argument text mended, or
+/// decoded from a JSON string, is one object, and says how.
 pub fn json_repair(data: &[u8]) {
     let text = text_of(data);
     let valid = serde_json::from_str::<Value>(&text).ok();
@@ -90,6 +91,14 @@ pub fn json_repair(data: &[u8]) {
                 assert_eq!(value, valid, "valid JSON with nothing to mend is read as it is");
             }
         }
+    }
+    if let Some((value, repairs)) = mend_arguments(&text) {
+        assert!(value.is_object());
+        let around = repairs.iter().any(|r| r.rule == "json-text-around");
+        assert!(!around || !text.trim().starts_with('{') || !text.trim().ends_with('}'), "words around the object, or no such repair");
+    }
+    if let Some((value, decoded)) = decode_string(&text) {
+        assert!(value.is_object() && matches!(decoded.before.as_u64(), Some(1 | 2)));
     }
     if let Some((mended, replaced)) = json::mend_lone_surrogates(&text) {
         assert!(replaced > 0 && mended.len() >= text.len());
@@ -104,6 +113,13 @@ pub fn key_type_repair(data: &[u8]) {
     let before = args.clone();
     let repairs = repair_args(&tool.schema, &mut args, &tool.aliases, &RepairOptions::default());
     assert_eq!(repairs.is_empty(), args == before, "a repair is recorded exactly when the arguments changed");
+    // The one reading that validates, found for arguments that do not: it validates, and says what changed.
+    if !tool.validator.is_valid(&before) {
+        let names = [tool.spec.name.as_str(); 2];
+        if let Some((reread, repairs)) = reread(&tool.schema, &before, &tool.aliases, names, &RepairOptions::default(), |v| tool.validator.is_valid(v)) {
+            assert!(tool.validator.is_valid(&reread) && !repairs.is_empty() && reread != before);
+        }
+    }
 }
 
 /// Validation: valid arguments pass, invalid ones get a message a model can read, bounded whatever they hold.

@@ -23,7 +23,7 @@ const TURN_OPTIONS = ['deadlineMs', 'stopOnError']
 const OFF = {
   retry: { maxRetries: 0 },
   redact: { builtin: false },
-  repair: { json: false, keys: false, types: false, toolNames: false, note: false },
+  repair: { json: false, keys: false, types: false, wrappers: false, toolNames: false, note: false },
 }
 
 /** `retry: false`, `redact: false`, `repair: false` → their "off" forms. Only the options themselves: a schema property named

@@ -693,11 +693,10 @@ impl Engine {
         slot.marks.push(mark("parse", if parsed.mended.is_empty() { "ok" } else { "mended" }));
         let mut args = parsed.args;
         let mut repairs = parsed.mended;
-        // Keys and types are repaired only in a call that fails validation, and kept only if it then passes.
+        // Keys, types and wrappers are repaired only in a call that fails validation, and kept only if it then passes.
         if !tool.validator.is_valid(&args) {
-            let mut fixed = args.clone();
-            let more = repair::repair_args(&tool.schema, &mut fixed, &tool.aliases, repair);
-            if !more.is_empty() && tool.validator.is_valid(&fixed) {
+            let names = [name.as_str(), call.name.as_str()];
+            if let Some((fixed, more)) = repair::reread(&tool.schema, &args, &tool.aliases, names, repair, |v| tool.validator.is_valid(v)) {
                 slot.marks.push(mark("repair", "applied"));
                 repairs.extend(more);
                 args = fixed;

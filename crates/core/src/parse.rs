@@ -24,42 +24,49 @@ pub fn parse(raw: RawArgs, lone_surrogates: usize, mend: bool) -> Result<Parsed,
         RawArgs::Missing => Parsed { args: Value::Object(Map::new()), ..Parsed::default() },
         RawArgs::Unreadable(why) => return Err(why),
         RawArgs::Text(text) if text.trim().is_empty() => Parsed { args: Value::Object(Map::new()), ..Parsed::default() },
-        RawArgs::Text(text) => match serde_json::from_str(&text) {
-            Ok(args) => Parsed { args, ..Parsed::default() },
-            Err(e) if json::too_deep(&e) => return Err(too_deep()),
-            Err(e) => {
+        RawArgs::Text(mut text) => {
+            let strict = match serde_json::from_str(&text) {
+                Err(e) if json::too_deep(&e) => return Err(too_deep()),
                 // Half a surrogate pair is read as U+FFFD first; what is still wrong is the JSON's own.
-                let text = match json::mend_lone_surrogates(&text) {
+                Err(e) => match json::mend_lone_surrogates(&text) {
                     Some((mended, n)) => {
                         replaced += n;
-                        mended
+                        text = mended;
+                        serde_json::from_str(&text).map_err(|_| e)
                     }
-                    None => text,
-                };
-                match serde_json::from_str(&text) {
-                    Ok(args) => Parsed { args, ..Parsed::default() },
-                    Err(_) => {
-                        let error = format!("The arguments are not valid JSON ({e}). Send the arguments as one JSON object, e.g. {{\"key\": \"value\"}}.");
-                        match repair::repair_json(&text).filter(|(v, _)| mend && v.is_object()) {
-                            Some((args, mended)) => Parsed { args, mended, parser_error: Some(error) },
-                            None => return Err(error),
-                        }
+                    None => Err(e),
+                },
+                read => read,
+            };
+            match strict {
+                // A JSON string holding the object: decoded, or the error about a string stands.
+                Ok(Value::String(content)) => match mend.then(|| repair::decode_string(&content)).flatten() {
+                    Some((args, decoded)) => Parsed { args, mended: vec![decoded], parser_error: Some(not_an_object("a string")) },
+                    None => Parsed { args: Value::String(content), ..Parsed::default() },
+                },
+                Ok(args) => Parsed { args, ..Parsed::default() },
+                Err(e) => {
+                    let error = format!("The arguments are not valid JSON ({e}). Send the arguments as one JSON object, e.g. {{\"key\": \"value\"}}.");
+                    match mend.then(|| repair::mend_arguments(&text)).flatten() {
+                        Some((args, mended)) => Parsed { args, mended, parser_error: Some(error) },
+                        None => return Err(error),
                     }
                 }
             }
-        },
+        }
         RawArgs::Parsed(args) => Parsed { args, ..Parsed::default() },
     };
     if replaced > 0 {
         parsed.mended.insert(0, Repair::lone_surrogates(replaced));
     }
     if !parsed.args.is_object() {
-        return Err(format!(
-            "The arguments must be a JSON object with the tool's parameters as keys, but they are {}.",
-            type_name(&parsed.args)
-        ));
+        return Err(not_an_object(type_name(&parsed.args)));
     }
     Ok(parsed)
+}
+
+fn not_an_object(what: &str) -> String {
+    format!("The arguments must be a JSON object with the tool's parameters as keys, but they are {what}.")
 }
 
 #[cfg(test)]

@@ -20,6 +20,8 @@ pub struct RepairOptions {
     pub keys: bool,
     /// Values of the wrong type, coerced to the declared one.
     pub types: bool,
+    /// Arguments put one level down, under a key the schema does not have or in an echo of the whole call.
+    pub wrappers: bool,
     /// An unknown tool name that matches exactly one usable tool ignoring case and separators.
     pub tool_names: bool,
     /// The model's result says in one line what was adjusted, so that it can learn within the session.
@@ -28,13 +30,13 @@ pub struct RepairOptions {
 
 impl Default for RepairOptions {
     fn default() -> Self {
-        RepairOptions { json: true, keys: true, types: true, tool_names: false, note: true }
+        RepairOptions { json: true, keys: true, types: true, wrappers: true, tool_names: false, note: true }
     }
 }
 
 impl RepairOptions {
     pub fn off() -> Self {
-        RepairOptions { json: false, keys: false, types: false, tool_names: false, note: false }
+        RepairOptions { json: false, keys: false, types: false, wrappers: false, tool_names: false, note: false }
     }
 }
 
@@ -55,6 +57,13 @@ fn describe(r: &Repair) -> String {
         }
     };
     match r.rule.as_str() {
+        "json-text-around" => "text around the JSON object dropped".into(),
+        "json-double-encoded" => match r.before.as_u64() {
+            Some(2) => "the arguments were a JSON string of a JSON string of the object: decoded twice".into(),
+            _ => "the arguments were a JSON string of the object: decoded".into(),
+        },
+        "wrapper-key" => format!("arguments taken out of the wrapper key {}", short(&r.before)),
+        "call-echo" => "arguments taken out of the echoed call (its name and arguments)".into(),
         "tool-name" => format!("tool {} → {}", short(&r.before), short(&r.after)),
         rule if rule.starts_with("json-") => format!("{} in the JSON", rule.trim_start_matches("json-").replace('-', " ")),
         "alias" | "key-case" | "key-underscore" | "key-typo" => format!("key {} → {}", short(&r.before), short(&r.after)),
@@ -83,6 +92,89 @@ pub fn repair_json(text: &str) -> Option<(Value, Vec<Repair>)> {
     let value: Value = serde_json::from_str(&mended).ok()?;
     let repairs = fixes.into_iter().map(|rule| Repair::new("", Value::Null, Value::Null, rule)).collect();
     Some((value, repairs))
+}
+
+/// Argument text that is not valid JSON, mended into the one object it plainly holds: the whole text mended, or
+/// else the one complete object within words around it (a label, prose, tags) mended. None when neither reads as
+/// an object.
+pub fn mend_arguments(text: &str) -> Option<(Value, Vec<Repair>)> {
+    if let Some(mended) = repair_json(text).filter(|(v, _)| v.is_object()) {
+        return Some(mended);
+    }
+    let inner = the_one_object(text)?;
+    let (value, mut repairs) = repair_json(inner).filter(|(v, _)| v.is_object())?;
+    repairs.insert(0, Repair::new("", Value::Null, Value::Null, "json-text-around"));
+    Some((value, repairs))
+}
+
+/// The one complete object in text that has words around it (`Arguments: {…}`, `<tool_call>{…}</tool_call>`,
+/// `{…}\nLet me know…`). None when there is none, more than one, one left open (it was cut: what was the rest?),
+/// a bracket outside it that nothing opened (`{…}}`: what was lost?), nothing around it, or nesting past the
+/// parser's limit. One pass: strings and comments inside the object are skipped, words outside it are read only for
+/// brackets.
+fn the_one_object(text: &str) -> Option<&str> {
+    let bytes = text.as_bytes();
+    let (mut depth, mut start, mut found) = (0usize, 0usize, None);
+    // Square brackets open in the words outside (`[TOOL_CALLS]`).
+    let mut outside = 0usize;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'{' if depth == 0 => {
+                if found.is_some() {
+                    return None;
+                }
+                start = i;
+                depth = 1;
+            }
+            b'[' if depth == 0 => outside += 1,
+            b']' if depth == 0 => outside = outside.checked_sub(1)?,
+            b'}' if depth == 0 => return None,
+            _ if depth == 0 => {}
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > crate::json::MAX_DEPTH {
+                    return None;
+                }
+            }
+            b'}' | b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    found = Some(&text[start..=i]);
+                }
+            }
+            quote @ (b'"' | b'\'') => {
+                i += 1;
+                while bytes.get(i)? != &quote {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                i += bytes[i..].iter().position(|&b| b == b'\n').unwrap_or(bytes.len() - i);
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                i += 2 + bytes[i + 2..].windows(2).position(|w| w == b"*/")? + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    found.filter(|object| depth == 0 && object.len() < text.trim().len())
+}
+
+/// Arguments sent as a JSON string whose content is the object (`"{\"q\": 1}"`), once or twice over; `content` is
+/// that string's content. The object and a repair that says how many times it was decoded; None when decoding does
+/// not end in an object.
+pub fn decode_string(content: &str) -> Option<(Value, Repair)> {
+    let mut text = std::borrow::Cow::Borrowed(content);
+    for levels in 1..=2u64 {
+        match serde_json::from_str::<Value>(&text).ok()? {
+            Value::Object(map) => return Some((Value::Object(map), Repair::new("", Value::from(levels), Value::Null, "json-double-encoded"))),
+            Value::String(inner) => text = std::borrow::Cow::Owned(inner),
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// The text inside a Markdown code fence (```json … ```), when the whole text is one.
@@ -198,6 +290,10 @@ impl<'a> Mender<'a> {
                     }
                     seen_value = true;
                 }
+                '/' => {
+                    self.skip_comment()?;
+                    Self::fix(fixes, "json-comments");
+                }
                 _ => return None,
             }
         }
@@ -260,6 +356,34 @@ impl<'a> Mender<'a> {
         let (Some((_, '\\')), Some((_, 'u'))) = (self.chars.next(), self.chars.next()) else { return None };
         let low = hex(&mut self.chars).filter(|l| (0xDC00..0xE000).contains(l))?;
         char::from_u32(0x10000 + ((first - 0xD800) << 10) + (low - 0xDC00))
+    }
+
+    /// Past a `//` comment (to the end of its line) or a `/* */` one, the slash read. None for a lone slash or a
+    /// block comment never closed (what came after it?).
+    fn skip_comment(&mut self) -> Option<()> {
+        match self.chars.next()? {
+            (_, '/') => {
+                for (_, c) in self.chars.by_ref() {
+                    if c == '\n' {
+                        self.out.push('\n');
+                        break;
+                    }
+                }
+                Some(())
+            }
+            (_, '*') => {
+                let mut star = false;
+                for (_, c) in self.chars.by_ref() {
+                    if star && c == '/' {
+                        self.out.push(' ');
+                        return Some(());
+                    }
+                    star = c == '*';
+                }
+                None
+            }
+            _ => None,
+        }
     }
 
     fn word(&mut self, first: char) -> String {
@@ -344,6 +468,56 @@ fn last_string_start(text: &str) -> Option<usize> {
         }
     }
     None
+}
+
+// ── Wrappers ────────────────────────────────────────────────────────────────────────────────────────────────────
+
+/// Keys models put good arguments under, one level down.
+const WRAPPER_KEYS: [&str; 5] = ["arguments", "args", "input", "parameters", "params"];
+
+/// The one reading of arguments that fail validation that does validate: their keys and types repaired where they
+/// are, or the arguments taken out of a wrapper (and then repaired). `names`: the tool's name and the name it was
+/// called by. None when no reading validates, or both do (which was meant?).
+pub fn reread(schema: &Value, args: &Value, aliases: &Map<String, Value>, names: [&str; 2], options: &RepairOptions, valid: impl Fn(&Value) -> bool) -> Option<(Value, Vec<Repair>)> {
+    let repaired = |mut args: Value, mut repairs: Vec<Repair>| {
+        repairs.extend(repair_args(schema, &mut args, aliases, options));
+        (!repairs.is_empty() && valid(&args)).then_some((args, repairs))
+    };
+    let in_place = repaired(args.clone(), Vec::new());
+    let unwrapped = unwrap(schema, args, aliases, names).filter(|_| options.wrappers).and_then(|(inner, how)| repaired(inner, vec![how]));
+    match (in_place, unwrapped) {
+        (Some(reading), None) | (None, Some(reading)) => Some(reading),
+        _ => None,
+    }
+}
+
+/// The arguments inside a wrapper: an object whose one key is a wrapper key or the tool's name
+/// (`{"arguments": {…}}`, `{"search": {…}}`), or the whole call echoed (`{"name": "search", "arguments": …}`), the
+/// inside an object or a JSON string of one. A key the schema has (a property or an alias) is never a wrapper.
+fn unwrap(schema: &Value, args: &Value, aliases: &Map<String, Value>, names: [&str; 2]) -> Option<(Value, Repair)> {
+    let map = args.as_object()?;
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let free = |key: &str| !properties.is_some_and(|p| p.contains_key(key)) && !aliases.contains_key(key);
+    let wrapper = |key: &str| WRAPPER_KEYS.contains(&key) && free(key);
+    let (key, inside, rule) = match map.len() {
+        1 => {
+            let (key, inside) = map.iter().next().expect("one key");
+            (wrapper(key) || (names.contains(&key.as_str()) && free(key))).then_some((key, inside, "wrapper-key"))?
+        }
+        2 => {
+            let echoed = map.get("name").and_then(Value::as_str).is_some_and(|n| names.contains(&n)) && free("name");
+            let (key, inside) = map.iter().find(|(k, _)| k.as_str() != "name").expect("two keys");
+            (echoed && wrapper(key)).then_some((key, inside, "call-echo"))?
+        }
+        _ => return None,
+    };
+    let inside = match inside {
+        Value::Object(_) => inside.clone(),
+        Value::String(text) => serde_json::from_str::<Value>(text).ok().filter(Value::is_object)?,
+        _ => return None,
+    };
+    let before = if rule == "call-echo" { map["name"].clone() } else { Value::String(key.clone()) };
+    Some((inside, Repair::new("", before, Value::Null, rule)))
 }
 
 // ── Keys and types ─────────────────────────────────────────────────────────────────────────────────────────────
@@ -688,6 +862,116 @@ mod tests {
         assert_eq!(number_from("99999999999999999999"), None, "too large for 64 bits: not rounded");
         assert_eq!(number_from("-42"), Some(json!(-42)));
         assert_eq!(number_from("2.5e1"), Some(json!(25.0)));
+    }
+
+    fn rules(repairs: &[Repair]) -> Vec<&str> {
+        repairs.iter().map(|r| r.rule.as_str()).collect()
+    }
+
+    #[test]
+    fn the_one_object_is_taken_out_of_words_around_it() {
+        let cases = [
+            ("Arguments: {\"q\": \"x\"}", json!({"q": "x"})),
+            ("{\"q\": \"x\"}\nLet me know if you need more details.", json!({"q": "x"})),
+            ("<tool_call>\n{\"q\": \"a } b\", \"n\": [1, {\"m\": 2}]}\n</tool_call>", json!({"q": "a } b", "n": [1, {"m": 2}]})),
+            ("<arguments>{'q': 'it\\'s {x}'}</arguments>", json!({"q": "it's {x}"})),
+            ("Sure! ```json\n{\"q\": \"x\", // the query\n}\n``` Done.", json!({"q": "x"})),
+            ("[TOOL_CALLS] {\"q\": \"x\"}", json!({"q": "x"})),
+        ];
+        for (text, want) in cases {
+            let (value, repairs) = mend_arguments(text).unwrap_or_else(|| panic!("{text} not mended"));
+            assert_eq!(value, want, "{text}");
+            assert_eq!(rules(&repairs)[0], "json-text-around", "{text}");
+        }
+        let refused = [
+            "Use {\"q\": \"x\"} or {\"q\": \"y\"}",                // two objects: which one?
+            "Arguments: {\"q\": \"x\", \"n\": {\"m\": 1}",          // cut off: what was the rest?
+            "Arguments: {\"q\": \"x\"} and then {\"q\"",              // a second one left open
+            "Arguments: {\"q\": x}",                                   // the one object cannot be read
+            "Arguments: none",
+            "Arguments: {\"q\": \"x\" /* never closed }",
+            "{\"q\": \"x\"}}",                                         // a closing brace nothing opened
+            "{\"q\": \"x\"}]",
+        ];
+        for text in refused {
+            assert_eq!(mend_arguments(text), None, "{text}");
+        }
+        let deep = format!("Here: {}{}", "{\"a\": ".repeat(200), "}".repeat(200));
+        assert_eq!(the_one_object(&deep), None, "nesting past the parser's limit");
+        assert_eq!(the_one_object("{\"q\": x}"), None, "no words around it: not a new reading");
+    }
+
+    #[test]
+    fn comments_in_the_json_are_dropped() {
+        let (value, repairs) = mend_arguments("{\n  // what to look for\n  \"q\": \"http://x\", /* at most */ \"n\": 3\n}").unwrap();
+        assert_eq!(value, json!({"q": "http://x", "n": 3}));
+        assert_eq!(rules(&repairs), ["json-comments"]);
+        assert_eq!(repair_json("{\"q\": 1 / 2}"), None, "a lone slash is no comment");
+    }
+
+    #[test]
+    fn a_json_string_holding_the_object_is_decoded_once_or_twice() {
+        let once = decode_string("{\"q\": \"x\"}").unwrap();
+        assert_eq!((once.0, once.1.before), (json!({"q": "x"}), json!(1)));
+        let twice = decode_string("\"{\\\"q\\\": \\\"x\\\"}\"").unwrap();
+        assert_eq!((twice.0, twice.1.before), (json!({"q": "x"}), json!(2)));
+        let thrice = serde_json::to_string(&serde_json::to_string("{\"q\": 1}").unwrap()).unwrap();
+        assert_eq!(decode_string(&thrice), None, "three levels: not certain any more");
+        for content in ["[1, 2]", "plain words", "\"text\"", "{\"q\": "] {
+            assert_eq!(decode_string(content), None, "{content}");
+        }
+    }
+
+    fn reread_of(args: Value, options: &RepairOptions) -> Option<(Value, Vec<String>)> {
+        let schema = json!({"type": "object", "additionalProperties": false, "required": ["query"],
+            "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}}});
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let aliases = json!({"q": "query"});
+        reread(&schema, &args, aliases.as_object().unwrap(), ["search", "Search"], options, |v| validator.is_valid(v))
+            .map(|(v, r)| (v, r.into_iter().map(|r| r.rule).collect()))
+    }
+
+    #[test]
+    fn arguments_come_out_of_one_wrapper() {
+        let on = RepairOptions::default();
+        let inside = json!({"query": "x", "limit": 2});
+        for key in WRAPPER_KEYS.into_iter().chain(["search", "Search"]) {
+            assert_eq!(reread_of(json!({key: inside}), &on), Some((inside.clone(), vec!["wrapper-key".into()])), "{key}");
+        }
+        let echoed = Some((inside.clone(), vec!["call-echo".to_string()]));
+        assert_eq!(reread_of(json!({"name": "search", "arguments": inside}), &on), echoed);
+        assert_eq!(reread_of(json!({"name": "search", "parameters": inside.to_string()}), &on), echoed, "the inside as a JSON string");
+        // The inside is repaired like any arguments, and must validate.
+        assert_eq!(reread_of(json!({"input": {"q": "x", "limit": "2"}}), &on).unwrap().1, ["wrapper-key", "alias", "string-to-integer"]);
+        assert_eq!(reread_of(json!({"input": {"limit": 2}}), &on), None, "the inside fails the schema");
+        assert_eq!(reread_of(json!({"input": {"query": "x"}, "limit": 2}), &on), None, "a key beside the wrapper");
+        assert_eq!(reread_of(json!({"name": "fetch", "arguments": inside}), &on), None, "another tool's call");
+        assert_eq!(reread_of(json!({"payload": inside}), &on), None, "not a wrapper key");
+        assert_eq!(reread_of(json!({"arguments": [inside]}), &on), None);
+        assert_eq!(reread_of(json!({"arguments": "{\"query\": "}), &on), None, "a cut-off inside");
+        assert_eq!(reread_of(json!({"arguments": inside}), &RepairOptions { wrappers: false, ..on.clone() }), None);
+    }
+
+    #[test]
+    fn a_key_the_schema_has_is_never_a_wrapper() {
+        let schema = json!({"type": "object", "required": ["input", "mode"], "properties": {"input": {"type": "object"}, "mode": {"type": "string"}}});
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let args = json!({"input": {"mode": "fast", "input": {}}});
+        assert_eq!(reread(&schema, &args, &Map::new(), ["t", "t"], &RepairOptions::default(), |v| validator.is_valid(v)), None);
+        let aliased = json!({"type": "object", "required": ["query"], "properties": {"query": {"type": "string"}}});
+        let validator = jsonschema::validator_for(&aliased).unwrap();
+        let aliases = json!({"input": "query"});
+        let args = json!({"input": {"query": "x"}});
+        assert_eq!(reread(&aliased, &args, aliases.as_object().unwrap(), ["t", "t"], &RepairOptions::default(), |v| validator.is_valid(v)), None, "an alias");
+    }
+
+    #[test]
+    fn two_readings_that_both_validate_are_not_guessed_between() {
+        // `args` is a near miss of the property `arg` and a wrapper key: both readings validate.
+        let schema = json!({"type": "object", "properties": {"arg": {"type": "object"}, "query": {"type": "string"}}, "additionalProperties": false});
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let args = json!({"args": {"query": "x"}});
+        assert_eq!(reread(&schema, &args, &Map::new(), ["t", "t"], &RepairOptions::default(), |v| validator.is_valid(v)), None);
     }
 
     #[test]
