@@ -194,7 +194,7 @@ describe('repair', () => {
   })
 
   it('leaves an envelope alone unless exactly one reading validates, with the original error', async () => {
-    const withInput = { type: 'object', required: ['text'], properties: { input: { type: 'object' }, text: { type: 'string' } } }
+    const withInput = { type: 'object', $ref: '#/$defs/args', $defs: { args: { required: ['text'], properties: { input: { type: 'object' }, text: { type: 'string' } } } } }
     const { gate, calls } = gateWith([
       { name: 'search', parameters: SEARCH, aliases: { q: 'query' } },
       { name: 'summarize', parameters: withInput },
@@ -208,11 +208,14 @@ describe('repair', () => {
       { id: 'property', name: 'summarize', input: { input: { text: 'x' } } },
       responsesCall(JSON.stringify(JSON.stringify(JSON.stringify('{"query": "a"}'))), 'thrice'),
       responsesCall(JSON.stringify('{"query": ""}'), 'decoded-invalid'),
+      responsesCall('[{"query": "a"},', 'cut-list'),
+      responsesCall('"name": "fetch", "arguments": {"query": "a"}', 'braceless-echo'),
     ])
     const errors = [
       'The arguments are not valid JSON (expected value at line 1 column 1)', 'The arguments are not valid JSON',
       'unexpected property "arguments"', 'unexpected property "arguments"', 'unexpected properties "name", "arguments"',
       'missing required property "text"', 'but they are a string', 'but they are a string',
+      'The arguments are not valid JSON', 'The arguments are not valid JSON',
     ]
     results.forEach((r, i) => assertFailure(r, 'invalid_arguments', errors[i]))
     for (const r of results) assert.equal(r.metadata.repairs, undefined)

@@ -97,7 +97,7 @@ pub fn json_repair(data: &[u8]) {
         let around = repairs.iter().any(|r| r.rule == "json-text-around");
         assert!(!around || !text.trim().starts_with('{') || !text.trim().ends_with('}'), "words around the object, or no such repair");
     }
-    if let Some((value, decoded)) = decode_string(&text) {
+    if let Some((value, decoded, _)) = decode_string(&text) {
         assert!(value.is_object() && matches!(decoded.before.as_u64(), Some(1 | 2)));
     }
     if let Some((mended, replaced)) = json::mend_lone_surrogates(&text) {

@@ -41,7 +41,10 @@ pub fn parse(raw: RawArgs, lone_surrogates: usize, mend: bool) -> Result<Parsed,
             match strict {
                 // A JSON string holding the object: decoded, or the error about a string stands.
                 Ok(Value::String(content)) => match mend.then(|| repair::decode_string(&content)).flatten() {
-                    Some((args, decoded)) => Parsed { args, mended: vec![decoded], parser_error: Some(not_an_object("a string")) },
+                    Some((args, decoded, halves)) => {
+                        replaced += halves;
+                        Parsed { args, mended: vec![decoded], parser_error: Some(not_an_object("a string")) }
+                    }
                     None => Parsed { args: Value::String(content), ..Parsed::default() },
                 },
                 Ok(args) => Parsed { args, ..Parsed::default() },

@@ -109,9 +109,10 @@ pub fn mend_arguments(text: &str) -> Option<(Value, Vec<Repair>)> {
 
 /// The one complete object in text that has words around it (`Arguments: {…}`, `<tool_call>{…}</tool_call>`,
 /// `{…}\nLet me know…`). None when there is none, more than one, one left open (it was cut: what was the rest?),
-/// a bracket outside it that nothing opened (`{…}}`: what was lost?), nothing around it, or nesting past the
-/// parser's limit. One pass: strings and comments inside the object are skipped, words outside it are read only for
-/// brackets.
+/// a bracket outside it left open or that nothing opened (`[{…},`, `{…}}`: what was lost?), JSON around it rather
+/// than words (`"key": {…}`, `{…}, "more"`: a member or an item of something larger), nothing around it, or
+/// nesting past the parser's limit. One pass: strings and comments inside the object are skipped, words outside it
+/// are read only for brackets.
 fn the_one_object(text: &str) -> Option<&str> {
     let bytes = text.as_bytes();
     let (mut depth, mut start, mut found) = (0usize, 0usize, None);
@@ -150,7 +151,8 @@ fn the_one_object(text: &str) -> Option<&str> {
                 }
             }
             b'/' if bytes.get(i + 1) == Some(&b'/') => {
-                i += bytes[i..].iter().position(|&b| b == b'\n').unwrap_or(bytes.len() - i);
+                // To the end of the line (the next character that ends one).
+                i = text[i..].char_indices().find(|(_, c)| is_line_end(*c)).map_or(bytes.len(), |(at, _)| i + at);
             }
             b'/' if bytes.get(i + 1) == Some(&b'*') => {
                 i += 2 + bytes[i + 2..].windows(2).position(|w| w == b"*/")? + 1;
@@ -159,17 +161,27 @@ fn the_one_object(text: &str) -> Option<&str> {
         }
         i += 1;
     }
-    found.filter(|object| depth == 0 && object.len() < text.trim().len())
+    let object = found.filter(|object| depth == 0 && outside == 0 && object.len() < text.trim().len())?;
+    let at = object.as_ptr() as usize - text.as_ptr() as usize;
+    let (before, after) = (text[..at].trim_end(), text[at + object.len()..].trim_start());
+    // A label ends with a colon too (`Arguments:`); a member's quoted key does not make one.
+    let member = before.strip_suffix(':').is_some_and(|key| key.trim_end().ends_with(['"', '\'']));
+    let structure = before.ends_with(',') || member || after.starts_with([',', ':']);
+    (!structure).then_some(object)
 }
 
 /// Arguments sent as a JSON string whose content is the object (`"{\"q\": 1}"`), once or twice over; `content` is
-/// that string's content. The object and a repair that says how many times it was decoded; None when decoding does
-/// not end in an object.
-pub fn decode_string(content: &str) -> Option<(Value, Repair)> {
+/// that string's content. The object, a repair that says how many times it was decoded, and how many halves of
+/// surrogate pairs the decoded text held (read as U+FFFD, as in arguments sent once); None when decoding does not
+/// end in an object.
+pub fn decode_string(content: &str) -> Option<(Value, Repair, usize)> {
     let mut text = std::borrow::Cow::Borrowed(content);
+    let mut replaced = 0;
     for levels in 1..=2u64 {
-        match serde_json::from_str::<Value>(&text).ok()? {
-            Value::Object(map) => return Some((Value::Object(map), Repair::new("", Value::from(levels), Value::Null, "json-double-encoded"))),
+        let (value, n) = crate::json::from_str_mended::<Value>(&text).ok()?;
+        replaced += n;
+        match value {
+            Value::Object(map) => return Some((Value::Object(map), Repair::new("", Value::from(levels), Value::Null, "json-double-encoded"), replaced)),
             Value::String(inner) => text = std::borrow::Cow::Owned(inner),
             _ => return None,
         }
@@ -216,7 +228,8 @@ impl<'a> Mender<'a> {
         let mut seen_value = false;
         while let Some((_, c)) = self.chars.next() {
             match c {
-                c if c.is_whitespace() => self.out.push(c),
+                // Whitespace JSON does not know (a line or paragraph separator) as a space.
+                c if c.is_whitespace() => self.out.push(if matches!(c, ' ' | '\t' | '\n' | '\r') { c } else { ' ' }),
                 '{' | '[' => {
                     if self.stack.is_empty() && seen_value {
                         return None; // two values glued together
@@ -364,12 +377,13 @@ impl<'a> Mender<'a> {
         match self.chars.next()? {
             (_, '/') => {
                 for (_, c) in self.chars.by_ref() {
-                    if c == '\n' {
+                    if is_line_end(c) {
                         self.out.push('\n');
-                        break;
+                        return Some(());
                     }
                 }
-                Some(())
+                // It ran to the end of the text: inside an object, the rest was commented out, not cut off.
+                self.stack.is_empty().then_some(())
             }
             (_, '*') => {
                 let mut star = false;
@@ -453,6 +467,11 @@ impl<'a> Mender<'a> {
     }
 }
 
+/// Whether a character ends a `//` comment (as JavaScript reads one).
+fn is_line_end(c: char) -> bool {
+    matches!(c, '\n' | '\r' | '\u{2028}' | '\u{2029}')
+}
+
 /// Where the JSON string that ends `text` starts (its opening quote).
 fn last_string_start(text: &str) -> Option<usize> {
     let body = text.strip_suffix('"')?;
@@ -496,8 +515,7 @@ pub fn reread(schema: &Value, args: &Value, aliases: &Map<String, Value>, names:
 /// inside an object or a JSON string of one. A key the schema has (a property or an alias) is never a wrapper.
 fn unwrap(schema: &Value, args: &Value, aliases: &Map<String, Value>, names: [&str; 2]) -> Option<(Value, Repair)> {
     let map = args.as_object()?;
-    let properties = schema.get("properties").and_then(Value::as_object);
-    let free = |key: &str| !properties.is_some_and(|p| p.contains_key(key)) && !aliases.contains_key(key);
+    let free = |key: &str| !declares(schema, schema, key, 0) && !aliases.contains_key(key);
     let wrapper = |key: &str| WRAPPER_KEYS.contains(&key) && free(key);
     let (key, inside, rule) = match map.len() {
         1 => {
@@ -518,6 +536,38 @@ fn unwrap(schema: &Value, args: &Value, aliases: &Map<String, Value>, names: [&s
     };
     let before = if rule == "call-echo" { map["name"].clone() } else { Value::String(key.clone()) };
     Some((inside, Repair::new("", before, Value::Null, rule)))
+}
+
+/// Whether `schema` (followed through `$ref`, and into `allOf`, `anyOf`, `oneOf`, `if`/`then`/`else` and
+/// `dependentSchemas`) may hold `key`: as a property, or a key a `patternProperties` pattern matches (or one that
+/// cannot be read, to be safe).
+fn declares(root: &Value, schema: &Value, key: &str, depth: usize) -> bool {
+    if depth > MAX_DEPTH {
+        return true;
+    }
+    let schema = resolve_ref(root, schema);
+    if schema.get("properties").and_then(Value::as_object).is_some_and(|p| p.contains_key(key)) {
+        return true;
+    }
+    let patterns = schema.get("patternProperties").and_then(Value::as_object).into_iter().flat_map(|p| p.keys());
+    if patterns.into_iter().any(|pattern| regex::Regex::new(pattern).map_or(true, |re| re.is_match(key))) {
+        return true;
+    }
+    let lists = ["allOf", "anyOf", "oneOf"].into_iter().filter_map(|k| schema.get(k).and_then(Value::as_array)).flatten();
+    let single = ["if", "then", "else"].into_iter().filter_map(|k| schema.get(k));
+    let dependent = schema.get("dependentSchemas").and_then(Value::as_object).into_iter().flat_map(|d| d.values());
+    lists.chain(single).chain(dependent).any(|sub| declares(root, sub, key, depth + 1))
+}
+
+/// A schema with a local `$ref` followed (a few hops at most, so that a cycle cannot loop).
+fn resolve_ref<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
+    let mut schema = schema;
+    for _ in 0..8 {
+        let Some(reference) = schema.get("$ref").and_then(Value::as_str) else { break };
+        let Some(target) = reference.strip_prefix('#').and_then(|pointer| root.pointer(pointer)) else { break };
+        schema = target;
+    }
+    schema
 }
 
 // ── Keys and types ─────────────────────────────────────────────────────────────────────────────────────────────
@@ -543,13 +593,7 @@ const MAX_DEPTH: usize = 32;
 impl<'a> Walk<'a, '_> {
     /// A schema with a local `$ref` followed.
     fn resolve(&self, schema: &'a Value) -> &'a Value {
-        let mut schema = schema;
-        for _ in 0..8 {
-            let Some(reference) = schema.get("$ref").and_then(Value::as_str) else { break };
-            let Some(target) = reference.strip_prefix('#').and_then(|pointer| self.root.pointer(pointer)) else { break };
-            schema = target;
-        }
-        schema
+        resolve_ref(self.root, schema)
     }
 
     fn value(&mut self, schema: &'a Value, value: &mut Value, path: &str, aliases: Option<&Map<String, Value>>, depth: usize) {
@@ -892,6 +936,10 @@ mod tests {
             "Arguments: {\"q\": \"x\" /* never closed }",
             "{\"q\": \"x\"}}",                                         // a closing brace nothing opened
             "{\"q\": \"x\"}]",
+            "[{\"q\": \"x\"},",                                        // a list cut off: more items?
+            "[{\"q\": \"x\"}, \"and y\",]",                            // one item of a list
+            "\"limit\": 5, \"filter\": {\"q\": \"x\"}",                 // a member of an object whose braces are gone
+            "\"name\": \"fetch\", \"arguments\": {\"q\": \"x\"}",
         ];
         for text in refused {
             assert_eq!(mend_arguments(text), None, "{text}");
@@ -907,11 +955,19 @@ mod tests {
         assert_eq!(value, json!({"q": "http://x", "n": 3}));
         assert_eq!(rules(&repairs), ["json-comments"]);
         assert_eq!(repair_json("{\"q\": 1 / 2}"), None, "a lone slash is no comment");
+        for end in ["\r", "\r\n", "\u{2028}", "\u{2029}"] {
+            let text = format!("{{\"q\": \"x\", // the term{end}  \"n\": 3{end}}}");
+            assert_eq!(mend_arguments(&text).map(|(v, _)| v), Some(json!({"q": "x", "n": 3})), "{text:?}");
+        }
+        // A comment that runs to the end commented the rest out: nothing was cut, what it hid is unknown.
+        assert_eq!(mend_arguments("{\"q\": \"x\", // the term, \"n\": 3}"), None);
+        assert_eq!(mend_arguments("{\"q\": \"x\"} // done").map(|(v, _)| v), Some(json!({"q": "x"})), "after the object: harmless");
     }
 
     #[test]
     fn a_json_string_holding_the_object_is_decoded_once_or_twice() {
         let once = decode_string("{\"q\": \"x\"}").unwrap();
+        assert_eq!(decode_string("{\"q\": \"Zo\\ud83d\"}").map(|(v, _, n)| (v, n)), Some((json!({"q": "Zo\u{fffd}"}), 1)), "half an emoji");
         assert_eq!((once.0, once.1.before), (json!({"q": "x"}), json!(1)));
         let twice = decode_string("\"{\\\"q\\\": \\\"x\\\"}\"").unwrap();
         assert_eq!((twice.0, twice.1.before), (json!({"q": "x"}), json!(2)));
@@ -950,6 +1006,23 @@ mod tests {
         assert_eq!(reread_of(json!({"arguments": [inside]}), &on), None);
         assert_eq!(reread_of(json!({"arguments": "{\"query\": "}), &on), None, "a cut-off inside");
         assert_eq!(reread_of(json!({"arguments": inside}), &RepairOptions { wrappers: false, ..on.clone() }), None);
+    }
+
+    #[test]
+    fn a_key_the_schema_declares_anywhere_is_never_a_wrapper() {
+        let inside = json!({"query": "x"});
+        let schemas = [
+            json!({"type": "object", "$ref": "#/$defs/A", "$defs": {"A": {"required": ["query"], "properties": {"input": {"type": "object"}, "query": {"type": "string"}}}}}),
+            json!({"type": "object", "allOf": [{"required": ["query"], "properties": {"query": {"type": "string"}}}, {"properties": {"input": {"type": "object"}}}]}),
+            json!({"type": "object", "required": ["query"], "properties": {"query": {"type": "string"}}, "patternProperties": {"^inp": {"type": "object"}}}),
+            json!({"type": "object", "required": ["query"], "properties": {"query": {"type": "string"}}, "patternProperties": {"(?<=x)": {}}}),
+        ];
+        for schema in schemas {
+            let validator = jsonschema::validator_for(&schema).unwrap();
+            let args = json!({"input": inside});
+            assert!(!validator.is_valid(&args), "{schema}");
+            assert_eq!(reread(&schema, &args, &Map::new(), ["t", "t"], &RepairOptions::default(), |v| validator.is_valid(v)), None, "{schema}");
+        }
     }
 
     #[test]
