@@ -290,7 +290,7 @@ impl Engine {
     /// The engine's counters as JSON, per tool and in total.
     #[napi(catch_unwind)]
     pub fn counters(&self) -> String {
-        self.inner.counters().to_string()
+        self.inner.counters(self.now()).to_string()
     }
 
     /// Forgets cached results of `tool`, or only those for the arguments in `args_json`; returns how many.

@@ -16,11 +16,13 @@ use serde_json::Value;
 
 use crate::bounded::Bounded;
 use crate::artifacts;
+use crate::budget::{self, Cost};
+use crate::breaker::{Admission, Phase, Transition};
 use crate::cache::{self, Kept};
 use crate::calls::{read_calls, IncomingCall};
 use crate::dedup::{self, Mode};
 use crate::normalize::{self, normalize, Outcome};
-use crate::options::{EngineOptions, ToolSpec, TurnOptions};
+use crate::options::{EngineOptions, Fields, ToolSpec, TurnOptions};
 use crate::permission::{self, Decision, Permissions, Policy};
 use crate::ratelimit::{self, RateLimit};
 use crate::definitions::{self, DefinitionFormat};
@@ -38,6 +40,7 @@ use crate::metrics::CallMetrics;
 use crate::panic::{self, contained};
 use crate::{checks, fence, invoke, json, lookup, parse, retry, shape, validate};
 
+mod guards;
 mod remote;
 use remote::Shared;
 
@@ -94,6 +97,9 @@ pub struct Step {
     /// Operations for the shared store, by ticket: `[ticket, [op, …]]`, each answered with `Engine::answer_store`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub store: Vec<(u32, Vec<Op>)>,
+    /// Circuit breakers that changed phase, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub breaker: Vec<Transition>,
 }
 
 /// `[ticket, kind, turn, callId, toolName, args, rule, reason, index]` on the wire; kind is `validate`, `check` or
@@ -119,6 +125,8 @@ pub enum HostKind {
     Validate,
     /// The tool's check of the arguments.
     Check,
+    /// What the call costs, from the tool's cost function (asked only when a cost budget applies).
+    Cost,
     Approve,
 }
 
@@ -129,6 +137,7 @@ impl Serialize for HostRequest {
         t.serialize_element(match self.kind {
             HostKind::Validate => "validate",
             HostKind::Check => "check",
+            HostKind::Cost => "cost",
             HostKind::Approve => "approve",
         })?;
         t.serialize_element(&self.turn)?;
@@ -143,8 +152,9 @@ impl Serialize for HostRequest {
 }
 
 /// What the host answers to a request, as JSON: `{ issues? }` for a validation, `{ problem? }` for a check,
-/// `{ decision: 'approve' | 'deny', reason?, arguments?, issues?, remember?: 'session' }` for an approval (issues:
-/// what the schema's own validation found in the edited arguments), `{ error }` when the function threw.
+/// `{ cost }` for a cost, `{ decision: 'approve' | 'deny', reason?, arguments?, issues?, cost?, remember?: 'session' }`
+/// for an approval (issues: what the schema's own validation found in the edited arguments; cost: theirs), `{ error }`
+/// when the function threw.
 /// Issues are `[JSON pointer, message]` pairs.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -163,6 +173,8 @@ pub struct HostAnswer {
     remember: Option<String>,
     #[serde(default)]
     error: Option<String>,
+    #[serde(default)]
+    cost: Option<f64>,
     /// Set by the engine when no answer came in time.
     #[serde(skip)]
     timed_out: Option<String>,
@@ -183,6 +195,7 @@ impl Step {
             && self.host.is_empty()
             && self.late.is_empty()
             && self.store.is_empty()
+            && self.breaker.is_empty()
     }
 
     /// Adds what another step asks for (the host answers several engine calls at once).
@@ -194,6 +207,7 @@ impl Step {
         self.host.extend(other.host);
         self.late.extend(other.late);
         self.store.extend(other.store);
+        self.breaker.extend(other.breaker);
     }
 
     /// The wire form: empty string when there is nothing to do, so the host can skip parsing.
@@ -267,7 +281,30 @@ struct Slot {
     store_error: Option<String>,
     /// Store tickets of its own it no longer waits on (timed out, or its turn ended): their answers may still come.
     unanswered: Vec<u32>,
+    /// What the call spent of its budgets as it was about to run, given back if it never does.
+    spent: Spent,
+    /// What the breaker let the attempt under way do, until its outcome is counted.
+    admission: Option<Admission>,
+    /// What the call costs, when the tool's cost function said.
+    cost: Option<f64>,
     result: Option<ToolResult>,
+}
+
+/// Which of the budget limits a call is held to it added to (a bit per limit, in the order of `limits_of`), and
+/// the window each windowed one was added to in.
+#[derive(Default)]
+struct Spent {
+    made: u16,
+    windows: Vec<(u8, u64)>,
+}
+
+impl Spent {
+    fn mark(&mut self, line: usize, window: u64) {
+        self.made |= 1 << line;
+        if window != 0 {
+            self.windows.push((line as u8, window));
+        }
+    }
 }
 
 /// What a call's dedup and cache need from a shared store, asked in one ticket when the call is handed out.
@@ -302,6 +339,9 @@ impl Slot {
             polling: None,
             store_error: None,
             unanswered: Vec::new(),
+            spent: Spent::default(),
+            admission: None,
+            cost: None,
             result: None,
         }
     }
@@ -344,6 +384,8 @@ struct Turn {
     /// Who may read back the artifacts its calls save (see `artifacts::owner`).
     owner: Option<Arc<str>>,
     done_reported: bool,
+    /// Calls that ran in this turn, by budget scope (`*`, or a tool's name), for per-turn budgets.
+    calls_run: FxHashMap<String, u64>,
 }
 
 struct Run {
@@ -368,6 +410,10 @@ pub struct ToolCounters {
     pub shared_flights: u64,
     pub duplicates: u64,
     pub rate_limited: u64,
+    /// Times the tool's breaker opened (seen by this process), and calls it answered `unavailable`.
+    pub breaker_opened: u64,
+    pub breaker_refused: u64,
+    pub budget_exceeded: u64,
 }
 
 impl ToolCounters {
@@ -381,6 +427,9 @@ impl ToolCounters {
         self.shared_flights += o.shared_flights;
         self.duplicates += o.duplicates;
         self.rate_limited += o.rate_limited;
+        self.breaker_opened += o.breaker_opened;
+        self.breaker_refused += o.breaker_refused;
+        self.budget_exceeded += o.budget_exceeded;
     }
 }
 
@@ -427,6 +476,10 @@ pub struct Engine {
     places_freed: bool,
     /// The store shared between processes, when there is one: the tickets it has not answered, and what goes out.
     shared: Option<Shared>,
+    /// With a shared store: each breaker's phase as the store last said, and until when it is open.
+    breaker_views: FxHashMap<String, (Phase, Instant)>,
+    /// Where a budget counter's key is written before the memory store looks it up.
+    key: String,
     next_turn: u32,
     next_run: u32,
 }
@@ -478,6 +531,8 @@ impl Engine {
             stage_table: StageTable::default(),
             places_freed: false,
             shared: options.store.clone().map(Shared::new),
+            breaker_views: FxHashMap::default(),
+            key: String::new(),
             options,
             registry: Registry::default(),
             turns: FxHashMap::default(),
@@ -596,6 +651,7 @@ impl Engine {
             owner: artifacts::owner(&policy.fields).map(Arc::from),
             policy: policy.clone(),
             done_reported: false,
+            calls_run: FxHashMap::default(),
         };
         let sealing = Sealing { note: self.options.repair.note, trace: self.options.trace, begun: now, begun_epoch_ms, shaper: &self.shaper };
         for slot in turn.slots.iter_mut() {
@@ -732,7 +788,9 @@ impl Engine {
     /// runnable.
     #[allow(clippy::too_many_arguments)]
     fn gate(&mut self, passed: Option<HostKind>, turn_id: u32, index: usize, slot: &mut Slot, tool: &Tool, args: &Value, policy: &Policy, now: Instant) -> bool {
-        for (kind, wanted) in [(HostKind::Validate, tool.spec.schema_check), (HostKind::Check, tool.spec.check)] {
+        let budgets = [self.options.budget.as_ref(), tool.spec.budget.as_ref(), policy.budget.as_ref()];
+        let costed = tool.cost == Cost::Host && budget::counts_cost(budgets);
+        for (kind, wanted) in [(HostKind::Validate, tool.spec.schema_check), (HostKind::Check, tool.spec.check), (HostKind::Cost, costed)] {
             if wanted && passed.is_none_or(|p| p < kind) {
                 self.ask_host(kind, turn_id, index, slot, tool, args, None, now);
                 return true;
@@ -781,7 +839,7 @@ impl Engine {
     fn ask_host(&mut self, kind: HostKind, turn_id: u32, index: usize, slot: &mut Slot, tool: &Tool, args: &Value, rule: Option<(String, Option<String>)>, now: Instant) {
         let ticket = self.take_ticket();
         let limit = match kind {
-            HostKind::Validate | HostKind::Check => self.options.check_timeout_ms,
+            HostKind::Validate | HostKind::Check | HostKind::Cost => self.options.check_timeout_ms,
             HostKind::Approve => self.options.approval_timeout_ms,
         };
         let at = after(now, Duration::from_millis(limit));
@@ -818,6 +876,7 @@ impl Engine {
         let (limit, what) = match kind {
             HostKind::Validate => (self.options.check_timeout_ms, "validation"),
             HostKind::Check => (self.options.check_timeout_ms, "check"),
+            HostKind::Cost => (self.options.check_timeout_ms, "cost"),
             HostKind::Approve => (self.options.approval_timeout_ms, "approval"),
         };
         let answer = HostAnswer { timed_out: Some(format!("no {what} came within {limit} ms")), ..HostAnswer::default() };
@@ -843,18 +902,25 @@ impl Engine {
         let id = slot.id.clone();
         let refuse = |kind: ErrorKind, error: String| ToolResult::failure(id.clone(), name.clone(), kind, error, false);
         let refused = match kind {
-            HostKind::Validate | HostKind::Check => {
+            HostKind::Validate | HostKind::Check | HostKind::Cost => {
+                let redact = |text: &str| self.shaper.redact_text(text);
                 let (station, failed) = match kind {
                     HostKind::Validate => ("schema", "its schema's own validation failed"),
-                    _ => ("check", "its argument check failed"),
+                    HostKind::Check => ("check", "its argument check failed"),
+                    _ => ("cost", "its cost could not be computed"),
                 };
-                let redact = |text: &str| self.shaper.redact_text(text);
                 let problem = match (kind, answer.issues, answer.problem) {
                     (HostKind::Validate, Some(issues), _) => Some(validate::issues(&name, &issues, &redact)),
                     (HostKind::Check, _, Some(problem)) => Some(format!("Tool \"{name}\": {problem}. Change the arguments and call it again.")),
                     _ => None,
                 };
-                match (answer.error.or(answer.timed_out), problem) {
+                let cost = answer.cost.filter(|c| *c >= 0.0 && c.is_finite());
+                let failure = match (kind, answer.error.or(answer.timed_out)) {
+                    (_, Some(failure)) => Some(failure),
+                    (HostKind::Cost, None) if cost.is_none() => Some(format!("it gave {}, not a number of at least 0", answer.cost.map_or("nothing".into(), |c| c.to_string()))),
+                    _ => None,
+                };
+                match (failure, problem) {
                     (Some(failure), _) => {
                         slot.marks.push(mark(station, "failed"));
                         Some(refuse(ErrorKind::HandlerError, format!("Tool \"{name}\" was not run: {failed} ({failure}).")))
@@ -865,6 +931,7 @@ impl Engine {
                     }
                     (None, None) => {
                         slot.marks.push(mark(station, "ok"));
+                        slot.cost = cost.or(slot.cost);
                         let mut slot = std::mem::replace(slot, Slot::new(String::new()));
                         let args = turn.args.get(&index).cloned().unwrap_or(Value::Null);
                         let policy = turn.policy.clone();
@@ -904,6 +971,10 @@ impl Engine {
                             None => {
                                 slot.marks.push(mark("approval", "edited"));
                                 turn.args.insert(index, edited);
+                                // A cost computed for the model's arguments is the edited ones' now.
+                                if slot.cost.is_some() {
+                                    slot.cost = answer.cost.filter(|c| *c >= 0.0 && c.is_finite()).or(slot.cost);
+                                }
                                 None
                             }
                             Some((kind, error)) => {
@@ -972,7 +1043,7 @@ impl Engine {
     /// Stations 6 and 7, dedup and cache: work a call need not do. False when the call is answered here (the slot
     /// holds its result); a call that joined an identical call in flight stays runnable and waits for it.
     #[allow(clippy::too_many_arguments)]
-    fn avoid(&mut self, turn_id: u32, index: usize, slot: &mut Slot, tool: &Tool, args: &Value, fields: &HashMap<String, String>, now: Instant) -> bool {
+    fn avoid(&mut self, turn_id: u32, index: usize, slot: &mut Slot, tool: &Tool, args: &Value, fields: &Fields, now: Instant) -> bool {
         if self.shared.is_some() {
             return self.defer(slot, tool, args, fields);
         }
@@ -1163,10 +1234,24 @@ impl Engine {
         self.run_now(turn_id, index, now, step);
     }
 
-    /// Station 8, then invoke: start now, wait for a reserved token, or answer `rate_limited`.
+    /// Station 8, then invoke: budgets (on the first attempt) and the breaker, then start now, wait for a reserved
+    /// token, or answer `rate_limited`. A call they refuse takes no token.
     fn run_now(&mut self, turn_id: u32, index: usize, now: Instant, step: &mut Step) {
+        let first = self.turns[&turn_id].slots[index].attempts == 0;
+        let spends = if first {
+            match self.spend_budgets(turn_id, index, now) {
+                Ok(spends) => spends,
+                Err(refused) => return self.settle(turn_id, index, *refused, now, step),
+            }
+        } else {
+            Vec::new()
+        };
+        let ask_breaker = match self.admit_attempt(turn_id, index, now, step) {
+            Ok(admitted) => matches!(admitted, guards::Admitted::AskStore),
+            Err(refused) => return self.settle(turn_id, index, *refused, now, step),
+        };
         if self.shared.is_some() {
-            return self.ask_tokens(turn_id, index, now, step);
+            return self.ask_tokens(turn_id, index, spends, ask_breaker, now, step);
         }
         match self.take_tokens(turn_id, index, now) {
             Ok(None) => self.start_run(turn_id, index, now, step),
@@ -1383,7 +1468,7 @@ impl Engine {
 
     /// A result carrying an artifact, handed to a call other than the one that saved it: that call's context may
     /// read the artifact too.
-    fn hand_over(&self, result: &ToolResult, fields: &HashMap<String, String>) {
+    fn hand_over(&self, result: &ToolResult, fields: &Fields) {
         if let Some(path) = &result.metadata.artifact_path {
             self.shaper.artifacts.grant(path, artifacts::owner(fields).as_deref());
         }
@@ -1464,6 +1549,7 @@ impl Engine {
 
     /// One attempt failed or succeeded: retry it after a backoff when the retry station allows, else settle.
     fn attempt_ended(&mut self, turn_id: u32, index: usize, result: ToolResult, now: Instant, step: &mut Step) {
+        self.attempt_outcome(turn_id, index, &result, true, now, step);
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
         let deadline = turn.deadline;
         let slot = &mut turn.slots[index];
@@ -1648,6 +1734,11 @@ impl Engine {
 
     /// A call's final result. Its flight (if it ran one) is handed on, its turn is marked to advance.
     fn settle(&mut self, turn_id: u32, index: usize, mut result: ToolResult, now: Instant, step: &mut Step) {
+        // An attempt the breaker let through that ends here never reached its handler (or was stopped with its turn).
+        self.attempt_outcome(turn_id, index, &result, false, now, step);
+        if self.turns.get(&turn_id).is_some_and(|t| t.slots[index].attempts == 0) {
+            self.unspend_budgets(turn_id, index);
+        }
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
         let slot = &mut turn.slots[index];
         if slot.pending.is_some() || !slot.unanswered.is_empty() {
@@ -1846,7 +1937,7 @@ impl Engine {
 
     /// Per tool and in total: calls, successes, failures by kind, handler latency percentiles, handlers in flight,
     /// and the counters of retries, timeouts, late settlements, cache, flights, duplicates and rate limits.
-    pub fn counters(&self) -> Value {
+    pub fn counters(&self, now: Instant) -> Value {
         let mut total = ToolCounters::default();
         let mut total_calls = self.unknown_tool_metrics.clone();
         let mut tools = serde_json::Map::new();
@@ -1857,7 +1948,11 @@ impl Engine {
             total.add(&counters);
             total_calls.merge(&calls);
             let in_flight = self.tool_running.get(name.as_str()).copied().unwrap_or(0);
-            tools.insert(name.clone(), tool_stats(&counters, &calls, in_flight));
+            let mut entry = tool_stats(&counters, &calls, in_flight);
+            if let Some(phase) = self.breaker_phase(name, now) {
+                entry["breaker"] = phase.as_str().into();
+            }
+            tools.insert(name.clone(), entry);
         }
         let in_flight = self.runs.len() + self.held.len();
         let mut stats = serde_json::json!({ "total": tool_stats(&total, &total_calls, in_flight), "tools": tools });

@@ -3,6 +3,8 @@
 
 pub mod artifacts;
 pub mod bounded;
+pub mod breaker;
+pub mod budget;
 pub mod cache;
 pub mod calls;
 pub mod checks;

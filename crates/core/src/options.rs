@@ -91,6 +91,84 @@ pub struct EngineOptions {
     /// A store shared between processes (the host runs its operations); the in-memory store without it.
     #[serde(default)]
     pub store: Option<crate::shared::SharedStoreOptions>,
+    /// The circuit breaker of tools that declare none (`true` or its settings); off when absent.
+    #[serde(default)]
+    pub breaker: Option<Value>,
+    /// Limits on all calls together (per turn, per holder, per window, cost).
+    #[serde(default)]
+    pub budget: Option<BudgetOptions>,
+}
+
+/// The context's plain fields (`sessionId`, `userId`, `tenantId`, …) that keys are made of, by name. The names are
+/// the application's, so a fast hasher is safe here; stations look them up on every call.
+pub type Fields = rustc_hash::FxHashMap<String, String>;
+
+/// A budget, on the executor, a tool or the context: calls per turn, calls and cost per holder (the values of the
+/// context fields `by` names; the session by default), calls per time window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BudgetOptions {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_calls_per_turn: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_calls: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_calls_per_window: Option<WindowBudget>,
+    /// The most the holder's calls may cost together (each tool declares what a call costs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<f64>,
+    /// The context fields whose values name whose budget it is (a name or a list of names); `sessionId` when not
+    /// said.
+    #[serde(default = "session_only", deserialize_with = "one_or_many")]
+    pub by: Vec<String>,
+}
+
+fn session_only() -> Vec<String> {
+    vec!["sessionId".to_string()]
+}
+
+fn one_or_many<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(deserializer)? {
+        OneOrMany::One(field) => vec![field],
+        OneOrMany::Many(fields) => fields,
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WindowBudget {
+    pub calls: u64,
+    pub window_ms: u64,
+}
+
+impl BudgetOptions {
+    /// `what`: where it was declared, for the message.
+    pub fn check(&self, what: &str) -> Result<(), String> {
+        let nothing = self.max_calls_per_turn.is_none() && self.max_calls.is_none() && self.max_calls_per_window.is_none() && self.max_cost.is_none();
+        if nothing {
+            return Err(format!("{what}budget needs at least one of maxCallsPerTurn, maxCalls, maxCallsPerWindow: {{ calls, windowMs }} or maxCost"));
+        }
+        let counts = [("maxCallsPerTurn", self.max_calls_per_turn), ("maxCalls", self.max_calls)];
+        let window = self.max_calls_per_window.map_or([None, None], |w| [Some(w.calls), Some(w.window_ms)]);
+        for (name, value) in counts.into_iter().chain([("maxCallsPerWindow.calls", window[0]), ("maxCallsPerWindow.windowMs", window[1])]) {
+            if value == Some(0) {
+                return Err(format!("{what}budget.{name} must be a positive number"));
+            }
+        }
+        if self.max_cost.is_some_and(|c| !(c >= 0.0 && c.is_finite())) {
+            return Err(format!("{what}budget.maxCost must be a finite number of at least 0"));
+        }
+        if self.by.is_empty() || self.by.iter().any(String::is_empty) {
+            return Err(format!("{what}budget.by must name one or more context fields, such as 'sessionId' or ['tenantId', 'userId']"));
+        }
+        Ok(())
+    }
 }
 
 /// The result cache of idempotent tools: bounded by entries and bytes, least recently used out first.
@@ -229,6 +307,12 @@ impl EngineOptions {
         crate::dedup::Mode::parse(&self.dedup.policy)?;
         positive("approvalTimeoutMs", self.approval_timeout_ms as usize)?;
         positive("checkTimeoutMs", self.check_timeout_ms as usize)?;
+        if let Some(breaker) = &self.breaker {
+            crate::breaker::BreakerConfig::parse(breaker)?;
+        }
+        if let Some(budget) = &self.budget {
+            budget.check("")?;
+        }
         self.retry.check()
     }
 
@@ -332,6 +416,15 @@ pub struct ToolSpec {
     /// read by any station.
     #[serde(default)]
     pub origin: Option<serde_json::Map<String, Value>>,
+    /// The circuit breaker: `true`, its settings, or `false` (off even when the executor sets one).
+    #[serde(default)]
+    pub breaker: Option<Value>,
+    /// Limits on this tool's calls (per turn, per holder, per window, cost).
+    #[serde(default)]
+    pub budget: Option<BudgetOptions>,
+    /// What one call costs against cost budgets: a number, or `"host"` when the host computes it from the arguments.
+    #[serde(default)]
+    pub cost: Option<Value>,
 }
 
 impl ToolSpec {

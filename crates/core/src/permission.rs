@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::json;
-use crate::options::Risk;
+use crate::options::{BudgetOptions, Fields, Risk};
 use crate::registry::Tool;
 use crate::result::ErrorKind;
 
@@ -171,7 +171,10 @@ pub struct Policy {
     pub executor: Arc<Permissions>,
     /// The context's plain fields (`sessionId`, `userId`, `tenantId`, …) that keys are made of.
     #[serde(default)]
-    pub fields: HashMap<String, String>,
+    pub fields: Fields,
+    /// The context's budget: limits on this holder's calls, on top of the executor's and each tool's.
+    #[serde(default)]
+    pub budget: Option<BudgetOptions>,
 }
 
 /// What decided a call no rule, mode or declaration had anything to say about.
@@ -195,6 +198,9 @@ impl Policy {
         let (mut policy, _): (Policy, _) = json::from_str_mended(json).map_err(|e| format!("invalid execution context: {e}"))?;
         if let Some(value) = policy.permissions.take() {
             policy.own = Permissions::parse(&value, "context").map_err(|e| format!("context.{e}"))?;
+        }
+        if let Some(budget) = &policy.budget {
+            budget.check("context.")?;
         }
         Ok(policy)
     }

@@ -8,6 +8,8 @@ use jsonschema::{PatternOptions, Validator};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use crate::breaker::BreakerConfig;
+use crate::budget::{self, Cost, Limit, Source};
 use crate::checks;
 use crate::judge;
 
@@ -38,6 +40,12 @@ pub struct Tool {
     pub risk: Risk,
     /// Built-in business checks (`pathWithin`, `urlHosts`).
     pub checks: Vec<checks::Check>,
+    /// Its circuit breaker (its own, else the executor's), when on.
+    pub breaker: Option<BreakerConfig>,
+    /// What one call costs against cost budgets.
+    pub cost: Cost,
+    /// The limits of its own budget and the executor's (a context's budget adds its own per turn).
+    pub limits: Vec<Limit>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -78,6 +86,23 @@ fn cache_rule(spec: &ToolSpec, options: &EngineOptions) -> Result<Option<CacheRu
         return Ok(None);
     }
     Ok(Some(CacheRule { ttl: Duration::from_millis(ttl_ms), scope: declared.scope }))
+}
+
+/// A tool's breaker: its own (`true`, `false`, or settings that override the executor's field by field), else the
+/// executor's.
+fn breaker(own: Option<&Value>, executor: Option<&Value>) -> Result<Option<BreakerConfig>, String> {
+    let declared = match (own, executor) {
+        (None, None) => return Ok(None),
+        (None, Some(executor)) => executor.clone(),
+        (Some(Value::Bool(true)), Some(executor @ Value::Object(_))) => executor.clone(),
+        (Some(Value::Object(own)), Some(Value::Object(executor))) => {
+            let mut merged = executor.clone();
+            merged.extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
+            Value::Object(merged)
+        }
+        (Some(own), _) => own.clone(),
+    };
+    BreakerConfig::parse(&declared)
 }
 
 #[derive(Default)]
@@ -170,7 +195,17 @@ impl Registry {
         let judge = spec.rollback_when.as_ref().map(judge::rules).transpose().map_err(named)?.unwrap_or_default();
         let checks = checks::declared(spec.path_within.as_ref(), spec.url_hosts.as_ref()).map_err(named)?;
         let risk = spec.risk.unwrap_or(if spec.read_only { Risk::Read } else { Risk::Write });
+        let breaker = breaker(spec.breaker.as_ref(), options.breaker.as_ref()).map_err(named)?;
+        if let Some(budget) = &spec.budget {
+            budget.check("").map_err(named)?;
+        }
+        let cost = Cost::parse(spec.cost.as_ref()).map_err(named)?;
+        let budgets = [(Source::Executor, options.budget.as_ref()), (Source::Tool, spec.budget.as_ref()), (Source::Context, None)];
+        let limits = budget::limits(budgets, &spec.name, budget::fixed_cost(cost));
         let tool = Tool {
+            limits,
+            breaker,
+            cost,
             checks,
             risk,
             aliases,
@@ -239,6 +274,17 @@ impl Registry {
                 }
                 if let Some(origin) = &t.spec.origin {
                     item["origin"] = Value::Object(origin.clone());
+                }
+                if let Some(breaker) = &t.breaker {
+                    item["breaker"] = json!(breaker);
+                }
+                if let Some(budget) = &t.spec.budget {
+                    item["budget"] = json!(budget);
+                }
+                match t.cost {
+                    Cost::Fixed(cost) if cost > 0.0 => item["cost"] = json!(cost),
+                    Cost::Host => item["cost"] = json!("function"),
+                    Cost::Fixed(_) => {}
                 }
                 item
             })

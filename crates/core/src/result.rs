@@ -21,8 +21,11 @@ pub enum ErrorKind {
     NotExecuted,
     HandlerError,
     Duplicate,
-    /// A dependency the call needs (the shared store) is down, and its station fails closed.
+    /// The tool is not being called for now (its circuit breaker is open), or a dependency the call needs (the
+    /// shared store) is down and its station fails closed.
     Unavailable,
+    /// A budget (calls per turn, per session or window, cost) would be passed.
+    BudgetExceeded,
 }
 
 impl ErrorKind {
@@ -40,6 +43,7 @@ impl ErrorKind {
             ErrorKind::HandlerError => "handler_error",
             ErrorKind::Duplicate => "duplicate",
             ErrorKind::Unavailable => "unavailable",
+            ErrorKind::BudgetExceeded => "budget_exceeded",
         }
     }
 }
@@ -185,6 +189,9 @@ pub struct Metadata {
     pub store: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub store_error: Option<String>,
+    /// The budget that refused the call, and how much of it was used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetNote>,
     pub stages: Vec<StationMark>,
     /// Milliseconds since the Unix epoch when the call entered the pipeline.
     pub started_at: f64,
@@ -218,6 +225,24 @@ pub struct Binary {
 pub struct Image {
     pub media_type: String,
     pub data: String,
+}
+
+/// Which budget refused a call: its limit (`maxCalls`, …), where it was declared, how much of it was used, and
+/// whose it is (each `by` field and its value).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetNote {
+    pub budget: &'static str,
+    pub source: &'static str,
+    pub limit: f64,
+    pub used: f64,
+    /// What the refused call would have cost (a cost budget).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+    pub by: BTreeMap<String, String>,
+    /// When a window's budget starts over.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resets_in_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -344,6 +369,7 @@ impl ToolResult {
             reused,
             store,
             store_error,
+            budget,
             stages: _,
             started_at: _,
             queued_ms: _,
@@ -374,6 +400,7 @@ impl ToolResult {
             && !reused
             && store.is_none()
             && store_error.is_none()
+            && budget.is_none()
 
     }
 }

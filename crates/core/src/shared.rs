@@ -21,8 +21,9 @@ pub enum Fail {
 }
 
 /// Per station: cache and dedup only save work, so they fail open; a rate limit protects an upstream, so it fails
-/// closed (an outage of the store must not let every process call the upstream unlimited); sessions (remembered
-/// approvals, rollback counts) fail open to asking again.
+/// closed (an outage of the store must not let every process call the upstream unlimited), and so does a budget
+/// (it protects the bill); sessions (remembered approvals, rollback counts) fail open to asking again, and a breaker
+/// fails open to what this process last knew of it.
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct OnError {
@@ -30,11 +31,13 @@ pub struct OnError {
     pub dedup: Fail,
     pub rate_limit: Fail,
     pub sessions: Fail,
+    pub budget: Fail,
+    pub breaker: Fail,
 }
 
 impl Default for OnError {
     fn default() -> Self {
-        OnError { cache: Fail::Open, dedup: Fail::Open, rate_limit: Fail::Closed, sessions: Fail::Open }
+        OnError { cache: Fail::Open, dedup: Fail::Open, rate_limit: Fail::Closed, sessions: Fail::Open, budget: Fail::Closed, breaker: Fail::Open }
     }
 }
 
@@ -65,6 +68,25 @@ pub enum Op {
     Remember { session: String, field: String, ttl_ms: u64 },
     /// A judged result: a flag adds one to the session's consecutive rollbacks, no flag ends the run.
     Rollbacks { session: String, flagged: bool, ttl_ms: u64 },
+    /// Adds `amount` to a budget counter unless that passes `limit`; a counter with a window starts over with each.
+    Spend { key: String, amount: f64, limit: f64, ttl_ms: u64, window_ms: Option<u64> },
+    /// Gives back a spending of a call that never ran, in the window it was made in.
+    Unspend { key: String, amount: f64, window: u64 },
+    /// Lets an attempt through a breaker the process does not know to be closed: counted, a trial, or refused.
+    BreakerAdmit { key: String, half_open_calls: u32, trial_wait_ms: u64, ttl_ms: u64 },
+    /// How an admitted attempt ended (`admission`: `counted` or `trial`, of `generation`).
+    BreakerRecord {
+        key: String,
+        admission: &'static str,
+        generation: u64,
+        outcome: &'static str,
+        failure_rate: f64,
+        min_calls: u32,
+        window_ms: u64,
+        open_ms: u64,
+        half_open_calls: u32,
+        ttl_ms: u64,
+    },
 }
 
 /// One operation's answer; which fields are set depends on the operation.
@@ -80,7 +102,20 @@ pub struct Reply {
     pub lease: Option<String>,
     pub lease_left_ms: Option<f64>,
     pub take: Option<String>,
+    /// A token's wait, a breaker's time until it may be tried, a budget window's time until it starts over.
     pub wait_ms: Option<f64>,
+    /// A spending: `ok` or `over`, how much was used (after, or before when over), and its window.
+    pub spent: Option<String>,
+    pub used: Option<f64>,
+    pub window: Option<u64>,
+    /// A breaker: `counted`, `trial` or `refused`, the generation of a trial, the phase after the operation, and
+    /// the phase it left when the operation changed it (with the counts that opened it).
+    pub admit: Option<String>,
+    pub generation: Option<u64>,
+    pub phase: Option<String>,
+    pub from: Option<String>,
+    pub calls: Option<u32>,
+    pub failures: Option<u32>,
 }
 
 impl Reply {
@@ -131,15 +166,29 @@ impl Token {
     }
 }
 
-/// What a call waiting on the store asked, in the order of its operations: a session count, a cache lookup, then
-/// one token take per bucket.
+/// What a call waiting on the store asked, in the order of its operations: a session count, a cache lookup, its
+/// budgets' spendings, its breaker's admission, then one token take per bucket.
 #[derive(Debug, Clone, Default)]
 pub struct Plan {
     pub count: Option<CountPlan>,
     pub lookup: Option<LookupPlan>,
+    pub spends: Vec<Spending>,
+    /// The breaker's admission is asked (its tool's name).
+    pub breaker: Option<String>,
     /// The buckets (key, shape, the wait the call may make, whether the executor's own) this ticket takes the
     /// call's tokens from; None when it takes none (tokens come later, or the call will not run itself).
     pub takes: Option<Vec<(String, Bucket, Duration, bool)>>,
+}
+
+/// A budget limit a call's ticket adds to: its place among the call's limits, its key, what the call adds, the
+/// limit, and its window.
+#[derive(Debug, Clone)]
+pub struct Spending {
+    pub at: usize,
+    pub key: String,
+    pub amount: f64,
+    pub limit: f64,
+    pub window: Option<Duration>,
 }
 
 #[derive(Debug, Clone)]
@@ -159,12 +208,12 @@ pub struct LookupPlan {
     pub flight: u32,
 }
 
-/// What a ticket took that goes back once its call has settled: the query it counted (the call never ran) and the
-/// tokens it took (the attempt they were for never started).
+/// What a ticket took that goes back once its call has settled: the query it counted (the call never ran), and
+/// the spendings, the breaker trial and the tokens it took (the attempt they were for never started).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Unused {
     pub count: bool,
-    pub tokens: bool,
+    pub attempt: bool,
 }
 
 /// Why a call waits on the store, and where the answer goes.
@@ -177,6 +226,8 @@ pub enum Wait {
     Call { turn: u32, index: usize, plan: Plan, attempt: u32, unused: Unused },
     /// Whether this session approved the rule before, for the call about to be asked: the rule and its reason.
     Remembered { turn: u32, index: usize, by: String, reason: Option<String> },
+    /// How an attempt of this tool ended, told to its breaker: the reply says the phase now.
+    Breaker(String),
 }
 
 /// How long a waiter looks again for the result of a call that another process runs: from a short first look,
@@ -215,6 +266,29 @@ pub fn unavailable(call_id: String, tool: &str, station: &str, why: &str) -> Too
         "Tool \"{tool}\" was not run: the shared store its {station} needs is unavailable ({why}). Try again in a moment."
     );
     try_again_later(call_id, tool, ErrorKind::Unavailable, error)
+}
+
+/// A spending as the shared counter answered: made (in its window), refused (what was used, and when a window starts
+/// over), or failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Spent {
+    Made(u64),
+    Over(f64, Option<Duration>),
+    Failed(String),
+}
+
+impl Spent {
+    pub fn of(reply: &Reply, windowed: bool) -> Spent {
+        match (&reply.error, reply.spent.as_deref()) {
+            (Some(e), _) => Spent::Failed(e.clone()),
+            (None, Some("ok")) => Spent::Made(reply.window.unwrap_or(0)),
+            (None, Some("over")) => {
+                let resets = windowed.then(|| seconds(reply.wait_ms.unwrap_or(0.0).max(0.0) / 1000.0).min(MAX_WAIT));
+                Spent::Over(reply.used.filter(|u| u.is_finite()).unwrap_or(0.0), resets)
+            }
+            (None, _) => Spent::Failed("the store's answer to a budget spending could not be read".into()),
+        }
+    }
 }
 
 /// A call not run because the store that keeps its rate limit is down (the limit fails closed): `rate_limited`,

@@ -5,7 +5,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rustc_hash::FxHashMap;
+
 use crate::bounded::Bounded;
+use crate::breaker::BreakerState;
+use crate::budget;
 use crate::timer::{after, seconds};
 
 /// A token bucket: `capacity` tokens, refilled continuously at `refill_per_sec`.
@@ -41,6 +45,37 @@ pub trait Store: Send {
     fn increment(&mut self, namespace: &str, key: &str, ttl: Duration, now: Instant) -> u64;
     /// Takes one back from a counter (a call counted on arrival that never ran).
     fn decrement(&mut self, namespace: &str, key: &str);
+    /// The store's clock, which breaker and budget windows are counted on.
+    fn clock(&self) -> StoreClock;
+    /// A tool's circuit breaker.
+    fn breaker(&mut self, tool: &str) -> &mut BreakerState;
+    fn peek_breaker(&self, tool: &str) -> Option<&BreakerState>;
+    /// Adds `amount` to the budget counter at `key` unless that would pass `limit`. A counter with a `window` starts
+    /// over with each window; one without expires `ttl` after its last spending.
+    fn spend(&mut self, key: &str, amount: f64, limit: f64, window: Option<Duration>, ttl: Duration, now: Instant) -> Spend;
+    /// Gives back what a call spent that never ran (in the window it spent in).
+    fn unspend(&mut self, key: &str, amount: f64, window: u64);
+}
+
+/// A store's clock in ms: from its start (the memory store's).
+#[derive(Debug, Clone, Copy)]
+pub struct StoreClock {
+    origin: Instant,
+}
+
+impl StoreClock {
+    pub fn ms(self, now: Instant) -> u64 {
+        now.saturating_duration_since(self.origin).as_millis() as u64
+    }
+}
+
+/// What a budget counter said to a spending.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Spend {
+    /// Added, in this window (0 for a counter without one).
+    Spent { window: u64 },
+    /// Not added: it would pass the limit. What was used, and when a window's counter starts over.
+    Over { used: f64, resets_in: Option<Duration> },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -68,6 +103,15 @@ struct Namespace {
     counters: Bounded<String, u64>,
 }
 
+struct BudgetCounter {
+    used: f64,
+    window: u64,
+    expires: Instant,
+}
+
+/// Budget counters kept at most (one per holder and limit); past this, the least recently used is forgotten.
+pub const MAX_BUDGET_COUNTERS: usize = 100_000;
+
 /// Buckets kept at most (one per rate-limit key value, a user id say); past this, the least recently used goes,
 /// as if it had refilled (it most likely has: it was used longest ago).
 pub const MAX_BUCKETS: usize = 100_000;
@@ -84,11 +128,21 @@ pub struct MemoryStore {
     made_since_sweep: usize,
     sweep_after: usize,
     namespaces: Bounded<String, Namespace>,
+    /// One per tool with a breaker (registered tools only, so bounded by them), found by name.
+    breakers: Vec<BreakerState>,
+    breaker_at: FxHashMap<String, usize>,
+    budgets: Bounded<String, BudgetCounter>,
+    /// Where the store's ms clock starts.
+    origin: Instant,
 }
 
 impl MemoryStore {
     pub fn new(limits: MemoryLimits) -> Self {
         MemoryStore {
+            breakers: Vec::new(),
+            breaker_at: FxHashMap::default(),
+            budgets: Bounded::new(MAX_BUDGET_COUNTERS),
+            origin: Instant::now(),
             limits,
             cache: Bounded::new(limits.max_entries),
             bytes: 0,
@@ -209,6 +263,55 @@ impl Store for MemoryStore {
     fn decrement(&mut self, namespace: &str, key: &str) {
         if let Some(count) = self.namespaces.peek_mut(namespace).and_then(|ns| ns.counters.peek_mut(key)) {
             *count = count.saturating_sub(1);
+        }
+    }
+
+    fn clock(&self) -> StoreClock {
+        StoreClock { origin: self.origin }
+    }
+
+    fn breaker(&mut self, tool: &str) -> &mut BreakerState {
+        let at = match self.breaker_at.get(tool) {
+            Some(&at) => at,
+            None => {
+                self.breakers.push(BreakerState::default());
+                self.breaker_at.insert(tool.to_string(), self.breakers.len() - 1);
+                self.breakers.len() - 1
+            }
+        };
+        &mut self.breakers[at]
+    }
+
+    fn peek_breaker(&self, tool: &str) -> Option<&BreakerState> {
+        self.breaker_at.get(tool).map(|&at| &self.breakers[at])
+    }
+
+    fn spend(&mut self, key: &str, amount: f64, limit: f64, window: Option<Duration>, ttl: Duration, now: Instant) -> Spend {
+        let (number, resets_in) = match window {
+            Some(w) => {
+                let (n, left) = budget::window_of(self.clock().ms(now), w);
+                (n, Some(left))
+            }
+            None => (0, None),
+        };
+        let counter = match self.budgets.get_mut(key) {
+            Some(c) => c,
+            None => self.budgets.get_or_insert_mut(key.to_string(), || BudgetCounter { used: 0.0, window: number, expires: now }),
+        };
+        if counter.expires < now || counter.window != number {
+            (counter.used, counter.window) = (0.0, number);
+        }
+        if budget::passes(counter.used, amount, limit) {
+            return Spend::Over { used: counter.used, resets_in };
+        }
+        counter.used += amount;
+        counter.expires = after(now, resets_in.unwrap_or(ttl));
+        Spend::Spent { window: number }
+    }
+
+    fn unspend(&mut self, key: &str, amount: f64, window: u64) {
+        if let Some(counter) = self.budgets.peek_mut(key).filter(|c| c.window == window) {
+            counter.used = (counter.used - amount).max(0.0);
         }
     }
 

@@ -7,7 +7,7 @@ use serde_json::json;
 use toolgate_core::{ErrorKind, Outcome, Policy, TurnOptions};
 
 fn session(id: &str) -> Policy {
-    Policy { fields: [("sessionId".to_string(), id.to_string())].into(), ..Policy::default() }
+    Policy { fields: [("sessionId".to_string(), id.to_string())].into_iter().collect(), ..Policy::default() }
 }
 
 fn starts(h: &Host) -> usize {
@@ -24,7 +24,7 @@ fn an_idempotent_tool_answers_repeats_from_the_cache_without_running() {
     assert!(!first[0].cached && again[0].cached);
     assert_eq!(again[0].output, "value");
     assert!(again[0].metadata.stages.iter().any(|m| m.station == "cache" && m.outcome == "hit"));
-    assert_eq!(h.engine.counters()["tools"]["get"]["cacheHits"], 1);
+    assert_eq!(h.engine.counters(h.now)["tools"]["get"]["cacheHits"], 1);
 }
 
 #[test]
@@ -46,7 +46,7 @@ fn failures_are_not_cached_and_entries_expire() {
 fn a_scoped_cache_never_answers_one_tenant_with_anothers_result() {
     let mut h = Host::new(json!({}));
     h.tool(json!({"name": "get", "idempotent": true, "cache": {"scope": "tenantId"}}), text("v"));
-    let tenant = |t: &str| Policy { fields: [("tenantId".to_string(), t.to_string())].into(), ..Policy::default() };
+    let tenant = |t: &str| Policy { fields: [("tenantId".to_string(), t.to_string())].into_iter().collect(), ..Policy::default() };
     for (policy, cached) in [(tenant("a"), false), (tenant("b"), false), (tenant("a"), true)] {
         let turn = h.begin(json!([{"name": "get"}]), policy);
         assert_eq!(h.results(turn)[0].cached, cached);
@@ -69,7 +69,7 @@ fn identical_calls_in_flight_share_one_execution_across_turns() {
     assert_eq!(ids, ["a1", "a2", "b1"]);
     assert!(ra.iter().chain(&rb).all(|r| r.output == "shared"));
     assert!(!ra[0].metadata.shared_flight && ra[1].metadata.shared_flight && rb[0].metadata.shared_flight);
-    assert_eq!(h.engine.counters()["total"]["sharedFlights"], 2);
+    assert_eq!(h.engine.counters(h.now)["total"]["sharedFlights"], 2);
 }
 
 #[test]
@@ -98,7 +98,7 @@ fn dedup_notes_refuses_or_reuses_a_repeated_query_per_session() {
     let reused = run(&mut h, json!([{"name": "reuse", "input": {"q": "x", "page": 2}}]), "s1");
     assert_eq!(starts(&h), before, "answered from the earlier result: only q makes the query");
     assert!(reused.metadata.reused && reused.output == "first answer");
-    assert_eq!(h.engine.counters()["total"]["duplicates"], 3);
+    assert_eq!(h.engine.counters(h.now)["total"]["duplicates"], 3);
 }
 
 #[test]
@@ -111,7 +111,7 @@ fn a_bucket_admits_no_more_than_its_capacity_and_says_when_to_retry() {
     assert_eq!(limited.len(), 7);
     assert!(limited.iter().all(|r| r.retry_after_ms.is_some_and(|ms| ms > 0) && r.retryable));
     assert!(limited[0].error.as_deref().unwrap().contains("Wait about"));
-    assert_eq!(h.engine.counters()["tools"]["api"]["rateLimited"], 7);
+    assert_eq!(h.engine.counters(h.now)["tools"]["api"]["rateLimited"], 7);
 }
 
 #[test]
@@ -132,7 +132,7 @@ fn a_wait_never_outlasts_the_turn_deadline_and_keyed_buckets_are_apart() {
     let mut h = Host::new(json!({}));
     h.tool(json!({"name": "api", "readOnly": true, "rateLimit": {"limit": "1/s", "maxWaitMs": 5000, "key": "userId"}}), text("ok"));
     let options = TurnOptions { deadline_ms: Some(500), ..TurnOptions::default() };
-    let user = |u: &str| Policy { fields: [("userId".to_string(), u.to_string())].into(), ..Policy::default() };
+    let user = |u: &str| Policy { fields: [("userId".to_string(), u.to_string())].into_iter().collect(), ..Policy::default() };
     let turn = h.begin_with(json!([{"name": "api"}, {"name": "api"}]), user("u1"), options);
     let results = h.results(turn);
     assert!(results[0].success);

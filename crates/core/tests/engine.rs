@@ -126,7 +126,7 @@ fn a_hung_handler_times_out_at_its_deadline_and_a_late_settlement_changes_nothin
     h.advance_clock(1);
     assert!(h.done.contains(&turn));
     assert_eq!(h.log.last().unwrap(), &("abort", "hang".to_string()), "the handler's signal is aborted");
-    assert_eq!(h.engine.counters()["tools"]["hang"]["timeouts"], 1);
+    assert_eq!(h.engine.counters(h.now)["tools"]["hang"]["timeouts"], 1);
     assert_eq!(h.engine.complete(run, Outcome::Text("late".into()), h.now), Step::default());
     let results = h.results(turn);
     assert_eq!(results[0].error_kind, Some(ErrorKind::Timeout));

@@ -34,12 +34,16 @@ fn op_names(ops: &[Op]) -> Vec<&'static str> {
             Op::Keep { .. } => "keep",
             Op::Remember { .. } => "remember",
             Op::Rollbacks { .. } => "rollbacks",
+            Op::Spend { .. } => "spend",
+            Op::Unspend { .. } => "unspend",
+            Op::BreakerAdmit { .. } => "breakerAdmit",
+            Op::BreakerRecord { .. } => "breakerRecord",
         })
         .collect()
 }
 
 fn session(id: &str) -> Policy {
-    Policy { fields: [("sessionId".to_string(), id.to_string())].into(), ..Policy::default() }
+    Policy { fields: [("sessionId".to_string(), id.to_string())].into_iter().collect(), ..Policy::default() }
 }
 
 #[test]
@@ -153,7 +157,7 @@ fn a_store_that_does_not_answer_fails_each_station_as_configured_and_a_late_answ
     assert_eq!(results[1].error_kind, Some(ErrorKind::RateLimited), "the rate limit fails closed");
     assert_eq!(results[1].retry_after_ms, Some(1000));
     assert!(results[1].output.starts_with("Error (rate_limited): Tool \"api\" was not run: the shared store"), "{}", results[1].output);
-    assert_eq!(h.engine.counters()["store"]["timeouts"], 2);
+    assert_eq!(h.engine.counters(h.now)["store"]["timeouts"], 2);
     h.store.clear();
     // The lease and the token the store did take, answered late, go back.
     for ((ticket, _), reply) in late.into_iter().zip([json!([{"value": null, "lease": "taken"}]), json!([{"take": "now"}])]) {
@@ -175,7 +179,7 @@ fn closed_stations_answer_unavailable_and_a_reply_error_counts() {
     assert!(r.retryable);
     assert!(r.error.as_deref().unwrap().contains("READONLY"));
     assert!(h.log.is_empty());
-    assert_eq!(h.engine.counters()["store"]["errors"], 2);
+    assert_eq!(h.engine.counters(h.now)["store"]["errors"], 2);
 }
 
 #[test]
@@ -259,7 +263,7 @@ fn a_waiter_that_takes_the_lease_after_polling_runs_and_is_cancelled_as_a_runnin
     h.apply(step);
     let r = &h.results(turn)[0];
     assert_eq!((r.error_kind, r.attempts), (Some(ErrorKind::Cancelled), 1));
-    assert_eq!(h.engine.counters()["tools"]["get"]["cacheMisses"], 1, "a look again is not another miss");
+    assert_eq!(h.engine.counters(h.now)["tools"]["get"]["cacheMisses"], 1, "a look again is not another miss");
     let stations: Vec<String> = r.metadata.stages.iter().filter(|m| m.station == "cache").map(|m| m.outcome.to_string()).collect();
     assert_eq!(stations, ["miss", "waits_elsewhere", "took_over"]);
 }
@@ -420,7 +424,7 @@ fn a_late_count_of_a_call_answered_by_its_flight_is_not_kept_waiting() {
     let step = h.engine.answer_store(count, &json!([{"earlier": 1}]).to_string(), h.now);
     h.apply(step);
     assert!(h.store.is_empty(), "b's query did run (in a's flight): its count stays");
-    assert_eq!(h.engine.counters()["store"]["pending"], 0, "nothing kept waiting for a call that has settled");
+    assert_eq!(h.engine.counters(h.now)["store"]["pending"], 0, "nothing kept waiting for a call that has settled");
     let step = h.engine.cancel(second, "stopped", &[], h.now);
     h.apply(step);
     assert!(h.results(second)[0].metadata.shared_flight);

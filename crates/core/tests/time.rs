@@ -42,7 +42,7 @@ fn a_transient_failure_is_retried_until_it_succeeds() {
     assert!(r.metadata.attempt_errors[0].error.contains("socket hang up"));
     let starts = h.log.iter().filter(|(e, _)| *e == "start").count();
     assert_eq!(starts, 3);
-    assert_eq!(h.engine.counters()["tools"]["flaky"]["retries"], 2);
+    assert_eq!(h.engine.counters(h.now)["tools"]["flaky"]["retries"], 2);
 }
 
 #[test]
@@ -132,7 +132,7 @@ fn idle_timeout_fires_without_progress_and_progress_never_extends_the_total() {
     assert_eq!(kinds, [Some(ErrorKind::Timeout), Some(ErrorKind::IdleTimeout)], "progress kept the first alive until its total limit");
     assert!(results[1].error.as_deref().unwrap().contains("no progress for 100 ms"));
     assert!(!h.engine.progress(chatty, h.now), "progress after the end is refused");
-    assert_eq!(h.engine.counters()["total"]["idleTimeouts"], 1);
+    assert_eq!(h.engine.counters(h.now)["total"]["idleTimeouts"], 1);
 }
 
 #[test]
@@ -273,6 +273,6 @@ fn a_settlement_past_its_deadline_is_a_timeout_and_a_late_settlement() {
     h.apply(step);
     let results = h.results(turn);
     assert_eq!(results.iter().map(|r| r.error_kind).collect::<Vec<_>>(), [Some(ErrorKind::Timeout), Some(ErrorKind::IdleTimeout), None]);
-    let counters = &h.engine.counters()["total"];
+    let counters = &h.engine.counters(h.now)["total"];
     assert_eq!((counters["lateSettlements"].as_u64(), counters["timeouts"].as_u64(), counters["idleTimeouts"].as_u64()), (Some(2), Some(1), Some(1)));
 }

@@ -1,21 +1,23 @@
 //! The engine's side of a store shared between processes: dedup, cache, single flight, rate limits and sessions
 //! ask it through tickets the host answers (see `shared`), and a call resumes where it waited.
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{counters_of, mark, remembered_key, Deferred, Engine, Step};
+use super::{counters_of, guards, mark, remembered_key, Deferred, Engine, Step};
 use crate::bounded::Bounded;
 use crate::cache::{self, Kept};
 use crate::dedup::Mode;
+use crate::options::Fields;
+use crate::breaker::{Admission, BreakerConfig, Outcome, Phase, Transition};
 use crate::ratelimit;
 use crate::registry::Tool;
 use crate::result::ToolResult;
-use crate::shared::{self, CountPlan, Fail, LookupPlan, Op, Plan, Reply, SharedStoreOptions, Token, Unused, Wait, MAX_STORE_MS};
+use crate::shared::{self, CountPlan, Fail, LookupPlan, Op, Plan, Reply, SharedStoreOptions, Spending, Spent, Token, Unused, Wait, MAX_STORE_MS};
+use crate::timer::seconds;
 use crate::store::Bucket;
 use crate::timer::after;
 use crate::Alarm;
@@ -85,7 +87,7 @@ impl Engine {
 
     /// Dedup and cache with a shared store: what the call will ask of it, deferred to when it is handed out, so
     /// that one ticket carries everything the call needs (its tokens too). Always runnable.
-    pub(super) fn defer(&self, slot: &mut super::Slot, tool: &Tool, args: &Value, fields: &HashMap<String, String>) -> bool {
+    pub(super) fn defer(&self, slot: &mut super::Slot, tool: &Tool, args: &Value, fields: &Fields) -> bool {
         let name = tool.spec.name.as_str();
         let count = fields.get("sessionId").and_then(|session| {
             let key = (tool.dedup.mode != Mode::Off).then(|| tool.dedup.query_key(name, args));
@@ -130,7 +132,9 @@ impl Engine {
         // come once it is known to run.
         let tool = self.turns[&turn_id].slots[index].tool.clone().expect("a scheduled call has a tool");
         let may_answer = plan.lookup.is_some() || (plan.count.as_ref().is_some_and(|c| c.key.is_some()) && matches!(tool.dedup.mode, Mode::Refuse | Mode::Reuse));
-        if leads && !may_answer {
+        // A call held to budgets or a breaker asks for its tokens with them, once it is known to run (`run_now`).
+        let guarded = tool.breaker.is_some() || tool.spec.budget.is_some() || self.options.budget.is_some() || self.turns[&turn_id].policy.budget.is_some();
+        if leads && !may_answer && !guarded {
             plan.takes = Some(self.limits_of(turn_id, index, now));
         }
         // Joined an identical call of this process with nothing to count: it waits for that call.
@@ -140,15 +144,16 @@ impl Engine {
         self.ask_store(turn_id, index, plan, now);
     }
 
-    /// Station 8 with a shared store: the call's tokens in one ticket, or a start at once for a call under no limit.
-    pub(super) fn ask_tokens(&mut self, turn_id: u32, index: usize, now: Instant, step: &mut Step) {
+    /// Station 8 with a shared store: the call's budget spendings, its breaker's admission (when this process does
+    /// not know the breaker to be closed) and its tokens in one ticket, or a start at once for a call under none.
+    pub(super) fn ask_tokens(&mut self, turn_id: u32, index: usize, spends: Vec<Spending>, ask_breaker: bool, now: Instant, step: &mut Step) {
         let limits = self.limits_of(turn_id, index, now);
-        if limits.is_empty() {
+        if limits.is_empty() && spends.is_empty() && !ask_breaker {
             return self.start_run(turn_id, index, now, step);
         }
         let name = self.turns[&turn_id].slots[index].tool.as_ref().expect("a scheduled call has a tool").spec.name.clone();
         self.take_place(&name);
-        let plan = Plan { takes: Some(limits), ..Plan::default() };
+        let plan = Plan { takes: Some(limits), spends, breaker: ask_breaker.then_some(name), ..Plan::default() };
         self.ask_store(turn_id, index, plan, now);
     }
 
@@ -169,6 +174,13 @@ impl Engine {
         }
         if let Some(lookup) = &plan.lookup {
             ops.push(Op::Lookup { key: lookup.key.clone(), owner: Some(shared.owner_of(lookup.flight)), lease_ms: lease });
+        }
+        for Spending { key, amount, limit, window, .. } in &plan.spends {
+            let window_ms = window.map(|w| store_ms(w.as_millis() as u64));
+            ops.push(Op::Spend { key: key.clone(), amount: *amount, limit: *limit, ttl_ms: store_ms(ttl_ms), window_ms });
+        }
+        if let (Some(key), Some(config)) = (&plan.breaker, &tool.breaker) {
+            ops.push(Op::BreakerAdmit { key: key.clone(), half_open_calls: config.half_open_calls, trial_wait_ms: tool.timeout_ms, ttl_ms: breaker_ttl_ms(config) });
         }
         for (key, bucket, max_wait, _) in plan.takes.iter().flatten() {
             let max_wait_ms = max_wait.as_secs_f64() * 1000.0;
@@ -268,7 +280,46 @@ impl Engine {
                     self.remembered_answer(turn, index, by, reason, &replies[0], now, step);
                 }
             }
+            Wait::Breaker(tool) => self.breaker_said(&tool, &replies[0], now, step),
         }
+    }
+
+    /// What the store said of a breaker becomes this process's view of it, and a change of phase is reported.
+    fn breaker_said(&mut self, tool: &str, reply: &Reply, now: Instant, step: &mut Step) {
+        let Some(phase) = reply.phase.as_deref().and_then(Phase::parse).filter(|_| reply.error.is_none()) else { return };
+        let open_for = seconds(reply.wait_ms.unwrap_or(0.0).max(0.0) / 1000.0).min(shared::MAX_WAIT);
+        let until = if phase == Phase::Open { after(now, open_for) } else { now };
+        match self.breaker_views.get_mut(tool) {
+            Some(view) => *view = (phase, until),
+            None => {
+                self.breaker_views.insert(tool.to_string(), (phase, until));
+            }
+        }
+        if let Some(from) = reply.from.as_deref().and_then(Phase::parse) {
+            self.breaker_changed(Transition { tool: tool.to_string(), from, to: phase, calls: reply.calls, failures: reply.failures }, step);
+        }
+    }
+
+    /// How an attempt a shared breaker admitted ended, told to it; its answer updates the view.
+    pub(super) fn share_outcome(&mut self, tool: &str, config: &BreakerConfig, admission: Admission, outcome: Outcome, now: Instant) {
+        let (admission, generation) = match admission {
+            Admission::Counted => ("counted", 0),
+            Admission::Trial(generation) => ("trial", generation),
+            Admission::Refused(_) => return,
+        };
+        let op = Op::BreakerRecord {
+            key: tool.to_string(),
+            admission,
+            generation,
+            outcome: outcome.as_str(),
+            failure_rate: config.failure_rate,
+            min_calls: config.min_calls,
+            window_ms: config.window_ms,
+            open_ms: config.open_ms,
+            half_open_calls: config.half_open_calls,
+            ttl_ms: breaker_ttl_ms(config),
+        };
+        self.send(vec![op], Wait::Breaker(tool.to_string()), now);
     }
 
     fn waits_on(&self, turn: u32, index: usize, ticket: u32) -> bool {
@@ -301,8 +352,20 @@ impl Engine {
                 }
             }
         }
+        for Spending { key, amount, window, .. } in &plan.spends {
+            let reply = replies.next().expect("a reply per operation");
+            if let (true, Spent::Made(made_in)) = (unused.attempt, Spent::of(reply, window.is_some())) {
+                self.effect(Op::Unspend { key: key.clone(), amount: *amount, window: made_in });
+            }
+        }
+        if let Some(tool) = &plan.breaker {
+            let reply = replies.next().expect("a reply per operation");
+            if let (true, None, Some("trial"), Some(config)) = (unused.attempt, &reply.error, reply.admit.as_deref(), self.registry.get(tool).and_then(|t| t.breaker)) {
+                self.share_outcome(tool, &config, Admission::Trial(reply.generation.unwrap_or(0)), Outcome::Untested, Instant::now());
+            }
+        }
         for ((key, bucket, _, _), reply) in plan.takes.iter().flatten().zip(replies) {
-            if unused.tokens && Token::of(reply).taken() {
+            if unused.attempt && Token::of(reply).taken() {
                 self.effect(Op::Refund { key: key.clone(), capacity: bucket.capacity });
             }
         }
@@ -384,6 +447,42 @@ impl Engine {
                         }
                     }
                 };
+            }
+        }
+        // Budgets and the breaker, for a call that would run: what they take is the slot's, so that `settle` gives
+        // it back if the call does not run after all.
+        for Spending { at, amount, window, .. } in &plan.spends {
+            let reply = replies_left.next().expect("a reply per operation");
+            match Spent::of(reply, window.is_some()) {
+                Spent::Made(made_in) => slot.spent.mark(*at, made_in),
+                Spent::Over(used, resets) if matches!(resumed, Resumed::Run) => {
+                    let limit = self.budget_limits(turn_id, &tool)[*at].clone();
+                    let by = self.holder(turn_id, &limit);
+                    resumed = Resumed::Answered(guards::refuse_budget(&mut self.counters, &mut slot, &limit, *amount, used, resets, by));
+                }
+                Spent::Failed(e) if matches!(resumed, Resumed::Run) => {
+                    slot.marks.push(mark("budget", "unavailable"));
+                    resumed = self.store_failed(&mut slot, on_error.budget, "budget", &e);
+                }
+                _ => {}
+            }
+        }
+        if plan.breaker.is_some() {
+            let reply = replies_left.next().expect("a reply per operation");
+            self.breaker_said(&name, reply, now, step);
+            let phase = reply.phase.as_deref().and_then(Phase::parse).unwrap_or(Phase::Open);
+            match (&reply.error, reply.admit.as_deref()) {
+                (None, Some("counted")) => slot.admission = Some(Admission::Counted),
+                (None, Some("trial")) => slot.admission = Some(Admission::Trial(reply.generation.unwrap_or(0))),
+                (None, _) if matches!(resumed, Resumed::Run) => {
+                    let wait = seconds(reply.wait_ms.unwrap_or(0.0).max(0.0) / 1000.0).min(shared::MAX_WAIT);
+                    resumed = Resumed::Answered(guards::refuse_attempt(&mut self.counters, &mut slot, phase, wait));
+                }
+                (Some(e), _) if matches!(resumed, Resumed::Run) => {
+                    slot.marks.push(mark("breaker", "unavailable"));
+                    resumed = self.store_failed(&mut slot, on_error.breaker, "breaker", e);
+                }
+                _ => {}
             }
         }
         let mut ready_at = now;
@@ -503,7 +602,7 @@ impl Engine {
     /// Dedup's decision on a query counted `earlier` times before in the session: a refusal, the earlier result
     /// reused, or None (the call goes on, marked as a repeat or a first). Shared by the memory and shared stores.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn repeated(&mut self, slot: &mut super::Slot, tool: &Tool, session: &str, key: &str, earlier: u64, reused: Option<&str>, fields: &HashMap<String, String>) -> Option<ToolResult> {
+    pub(super) fn repeated(&mut self, slot: &mut super::Slot, tool: &Tool, session: &str, key: &str, earlier: u64, reused: Option<&str>, fields: &Fields) -> Option<ToolResult> {
         let name = tool.spec.name.as_str();
         if earlier == 0 {
             slot.marks.push(mark("dedup", "first"));
@@ -534,7 +633,7 @@ impl Engine {
     }
 
     /// A cached entry as this call's result, counted as a hit; None when it cannot be read (then it is a miss).
-    pub(super) fn cache_hit(&mut self, slot: &mut super::Slot, name: &str, text: &str, fields: &HashMap<String, String>) -> Option<ToolResult> {
+    pub(super) fn cache_hit(&mut self, slot: &mut super::Slot, name: &str, text: &str, fields: &Fields) -> Option<ToolResult> {
         let counters = counters_of(&mut self.counters, name);
         let Some(mut result) = Kept::revive(text, slot.id.clone(), name.to_string()) else {
             counters.cache_misses += 1;
@@ -632,7 +731,7 @@ impl Engine {
                 },
             };
             if let Some(Wait::Call { attempt, unused, .. }) = wait {
-                *unused = Unused { count: never_ran, tokens: slot.attempts == *attempt };
+                *unused = Unused { count: never_ran, attempt: slot.attempts == *attempt };
             }
         }
         slot.unanswered.clear();
@@ -653,6 +752,15 @@ impl Engine {
         }
         result.metadata.store = Some("unavailable");
         result.metadata.store_error = Some(why);
+    }
+
+    /// A budget spending given back: to the shared counter, or the memory store's.
+    pub(super) fn unspend(&mut self, key: String, amount: f64, window: u64) {
+        if self.shared.is_some() {
+            self.effect(Op::Unspend { key, amount, window });
+        } else {
+            self.store.unspend(&key, amount, window);
+        }
     }
 
     /// A token given back: to the shared bucket, or the memory store's.
@@ -724,7 +832,10 @@ fn ops_of(wait: &Wait) -> usize {
     match wait {
         Wait::Effects(n) => *n,
         Wait::Remembered { .. } => 1,
-        Wait::Call { plan, .. } => usize::from(plan.count.is_some()) + usize::from(plan.lookup.is_some()) + plan.takes.as_ref().map_or(0, Vec::len),
+        Wait::Call { plan, .. } => {
+            usize::from(plan.count.is_some()) + usize::from(plan.lookup.is_some()) + plan.spends.len() + usize::from(plan.breaker.is_some()) + plan.takes.as_ref().map_or(0, Vec::len)
+        }
+        Wait::Breaker(_) => 1,
     }
 }
 
@@ -744,6 +855,12 @@ fn waiter_limit_ms(tool: &Tool, waits_ms: u64) -> u64 {
 /// A time as the store is told it: at least a millisecond, at most `MAX_STORE_MS`.
 fn store_ms(ms: u64) -> u64 {
     ms.clamp(1, MAX_STORE_MS)
+}
+
+/// How long a breaker's state outlives its last change: its window and its opening, with a margin. A state that
+/// expired is a closed breaker with an empty window.
+fn breaker_ttl_ms(config: &BreakerConfig) -> u64 {
+    store_ms(config.window_ms.saturating_add(config.open_ms).saturating_add(60_000))
 }
 
 /// A remembered approval's field in its session: the tool and the rule that asked.

@@ -35,7 +35,7 @@ pub struct Host {
 pub fn no_callback(request: &HostRequest) -> String {
     match request.kind {
         HostKind::Approve => json!({"decision": "deny", "reason": "no approval callback is set"}).to_string(),
-        HostKind::Validate | HostKind::Check => "{}".into(),
+        HostKind::Validate | HostKind::Check | HostKind::Cost => "{}".into(),
     }
 }
 
