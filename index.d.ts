@@ -283,8 +283,13 @@ export type ErrorKind =
   | 'handler_error'
   /** The same query already ran in this session. */
   | 'duplicate'
-  /** The shared store a station needs is down, and that station fails closed (`onError: 'closed'`). */
+  /** The tool is not being called for now: its circuit breaker is open after repeated failures (retry after
+   * `retryAfterMs`, meanwhile do something else), or the shared store a station needs is down and that station
+   * fails closed (`onError: 'closed'`). */
   | 'unavailable'
+  /** A budget (calls per turn, per session, per window, or cost) would be passed: `metadata.budget` says which. Do
+   * not call tools again under it; answer with what you have. */
+  | 'budget_exceeded'
 
 export declare const ERROR_KINDS: readonly ErrorKind[]
 
@@ -422,6 +427,51 @@ export interface ToolSpec<
   replace?: boolean
   /** Where the tool comes from, shown by `list()` (a mounted MCP tool's server, its name there, its annotations). */
   origin?: ToolOrigin
+  /** Stop calling the tool while its backend keeps failing (`true`: the defaults); `false`: off even when the
+   * executor sets one. */
+  breaker?: BreakerOptions | boolean
+  /** Limits on this tool's calls (per turn, per session or other holder, per window, cost). */
+  budget?: Budget
+  /** What one call costs against cost budgets (`maxCost`): a number, or a function of the arguments (run only when
+   * a cost budget applies; throwing, or not returning a number of at least 0, fails the call). Default 0. */
+  cost?: number | ((args: NoInfer<Args>, ctx: { callId: string; toolName: string; context: Ctx | undefined }) => number | Promise<number>)
+}
+
+/**
+ * A circuit breaker: closed, it counts how attempts end (handler errors and timeouts are failures; refusals,
+ * invalid arguments and cancellations do not count); past `failureRate` of at least `minCalls` in `windowMs` it
+ * opens, and calls get `unavailable` without running; after `openMs` it lets `halfOpenCalls` trial calls through,
+ * whose successes close it and whose first failure opens it again.
+ */
+export interface BreakerOptions {
+  /** Default 0.5. */
+  failureRate?: number
+  /** Default 10. */
+  minCalls?: number
+  /** Default 60 000. */
+  windowMs?: number
+  /** Default 30 000. */
+  openMs?: number
+  /** Default 1. */
+  halfOpenCalls?: number
+}
+
+/**
+ * Limits on calls that run (a cache hit or a refused call costs nothing), on the executor (all calls), a tool (its
+ * calls) or the context (all calls of its holder). A call past one is refused before it runs (`budget_exceeded`).
+ */
+export interface Budget {
+  /** Calls in one `execute`. */
+  maxCallsPerTurn?: number
+  /** Calls of the holder (a session unless `by` says otherwise), kept for the executor's `dedup.sessionTtlMs`
+   * after the last one. */
+  maxCalls?: number
+  /** Calls of the holder in each window of `windowMs` (fixed windows of the store's clock). */
+  maxCallsPerWindow?: { calls: number; windowMs: number }
+  /** The most the holder's calls may cost together (each tool's `cost`). */
+  maxCost?: number
+  /** The context fields whose values name the holder. Default `'sessionId'`. */
+  by?: string | string[]
 }
 
 /** A JSON object `list()` shows as given; no station reads it. `toolgate/mcp` fills `server`, `name`,
@@ -499,9 +549,13 @@ export interface ExecutorOptions {
   trace?: boolean
   /** A clock a test moves (`manualClock()` of toolgate/testing): every deadline the executor keeps runs on it. */
   clock?: { now(): number; advance(ms: number): Promise<void> }
-  /** Rate limits, cache, single flight and sessions shared by every process using the same store (Redis:
-   * `redisStore({ client })` of toolgate/redis). The in-memory store of this process without it. */
+  /** Rate limits, cache, single flight, sessions, breakers and budgets shared by every process using the same store
+   * (Redis: `redisStore({ client })` of toolgate/redis). The in-memory store of this process without it. */
   store?: SharedStore
+  /** The circuit breaker of tools that declare none (off by default). */
+  breaker?: BreakerOptions | boolean
+  /** Limits on all calls together. */
+  budget?: Budget
 }
 
 export type Risk = 'read' | 'write' | 'destructive' | 'admin'
@@ -629,7 +683,34 @@ export interface StationEvent {
   /** On a call's first event: its arguments as sent, secrets redacted and size capped. */
   args?: unknown
 }
-export type TraceEvent = StationEvent | LateSettlementEvent
+/** A tool's circuit breaker changed state (seen by this process; with a shared store, when its own call's answer
+ * said so). */
+export interface BreakerEvent {
+  type: 'breaker'
+  toolName: string
+  from: BreakerState
+  to: BreakerState
+  /** ms since the epoch. */
+  at: number
+  /** On an opening: the counted calls and failures in the window. */
+  calls?: number
+  failures?: number
+}
+export type BreakerState = 'closed' | 'open' | 'half_open'
+/** Which budget refused a call: the limit, where it was declared, how much was used, whose it is. */
+export interface BudgetNote {
+  budget: 'maxCallsPerTurn' | 'maxCalls' | 'maxCallsPerWindow' | 'maxCost'
+  source: 'executor' | 'tool' | 'context'
+  limit: number
+  used: number
+  /** What the refused call would have cost. */
+  cost?: number
+  /** Each `by` field and its value ('' when the context had none). */
+  by: Record<string, string>
+  /** When a window's budget starts over. */
+  resetsInMs?: number
+}
+export type TraceEvent = StationEvent | LateSettlementEvent | BreakerEvent
 
 /** One audit record per call: the JSONL file's lines and `audit.onRecord`'s argument. */
 export interface AuditRecord {
@@ -686,6 +767,10 @@ export interface ToolCounters {
   /** Repeated queries in a session (whatever the policy did with them). */
   duplicates: number
   rateLimited: number
+  /** Times the circuit breaker opened, and calls it answered `unavailable`. */
+  breakerOpened: number
+  breakerRefused: number
+  budgetExceeded: number
 }
 /** A tool's (or all tools') counters and call metrics. */
 export interface ToolStats extends ToolCounters {
@@ -696,6 +781,8 @@ export interface ToolStats extends ToolCounters {
   inFlight: number
   /** How long handlers ran (quantiles within 10%; null before any ran). */
   latencyMs: { count: number; sum: number; p50: number | null; p95: number | null; p99: number | null }
+  /** For a tool with a circuit breaker: its state (with a shared store, as this process last heard it). */
+  breaker?: BreakerState
 }
 export interface ExecutorStats {
   total: ToolStats
@@ -719,7 +806,7 @@ export interface SharedStore {
   readonly kind: string
   /** How long one round trip may take before the store counts as unavailable for it. */
   readonly timeoutMs: number
-  readonly onError: { cache: StoreFailure; dedup: StoreFailure; rateLimit: StoreFailure; sessions: StoreFailure }
+  readonly onError: { cache: StoreFailure; dedup: StoreFailure; rateLimit: StoreFailure; sessions: StoreFailure; budget: StoreFailure; breaker: StoreFailure }
   /** Runs a batch of operations; one reply per operation, `{ error }` for one that failed. Never rejects. */
   run(ops: readonly object[]): Promise<object[]>
   /** Drops cached entries whose cache key starts with `prefix` ('' for all), in every process; resolves to how many. */
@@ -727,7 +814,7 @@ export interface SharedStore {
 }
 export interface HealthReport {
   status: 'ok' | 'degraded' | 'failing'
-  tools: Record<string, { status: 'ok' | 'degraded' | 'failing'; calls: number; errorRate: number; timeoutRate: number; p95Ms: number | null; inFlight: number; lateSettlements: number }>
+  tools: Record<string, { status: 'ok' | 'degraded' | 'failing'; calls: number; errorRate: number; timeoutRate: number; p95Ms: number | null; inFlight: number; lateSettlements: number; breaker?: BreakerState }>
   inFlight: number
   abandonedHandlers: number
 }
@@ -752,6 +839,8 @@ export interface ExecutionContext {
   approvedTools?: string[]
   /** Tools above this risk may not run and are never listed or suggested. */
   maxRisk?: Risk
+  /** Limits on the calls of this context's holder (on top of the executor's and each tool's budgets). */
+  budget?: Budget
   /** This context's rules and mode, on top of the executor's (its deny rules always hold). */
   permissions?: Permissions
   /** Keys session dedup (and "approve for this session"). Any string or number field can also key a cache scope or a rate-limit bucket. */
@@ -855,7 +944,7 @@ export type ToolCall =
   | GenericToolCall
 
 /** The stations a call reached. */
-export type Station = 'lookup' | 'parse' | 'repair' | 'validate' | 'schema' | 'check' | 'permission' | 'approval' | 'invoke' | 'normalize' | 'shape' | 'judge'
+export type Station = 'lookup' | 'parse' | 'repair' | 'validate' | 'schema' | 'check' | 'cost' | 'permission' | 'approval' | 'budget' | 'breaker' | 'invoke' | 'normalize' | 'shape' | 'judge'
 /** One station's verdict on a call, as `"station:outcome"`, e.g. `"permission:allowed"`, `"invoke:timeout"`. */
 export type StationMark = `${Station | 'dedup' | 'cache' | 'rate_limit' | 'retry'}:${string}`
 
@@ -901,6 +990,8 @@ export interface ToolResultMetadata {
   store?: 'unavailable'
   /** What the shared store answered, or that it did not answer in time. */
   storeError?: string
+  /** The budget that refused the call. */
+  budget?: BudgetNote
   /** The stations the call passed, in order, and what each decided: the call's trace record. */
   stages: StationMark[]
   /** When the turn began, in ms since the Unix epoch. */
@@ -958,6 +1049,11 @@ export interface RegisteredTool {
   maxConcurrency?: number
   maxOutputChars: number
   retry: Required<RetryPolicy>
+  /** Its circuit breaker, when on (its own, else the executor's), with the defaults filled in. */
+  breaker?: Required<BreakerOptions>
+  budget?: Budget
+  /** What a call costs, when not 0: a number, or 'function' when a function of the arguments says. */
+  cost?: number | 'function'
 }
 
 export type DefinitionFormat = 'openai-responses' | 'openai-chat' | 'anthropic' | 'ai-sdk' | 'gemini' | 'bedrock'

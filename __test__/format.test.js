@@ -408,7 +408,7 @@ describe('forLlm', () => {
 describe('ERROR_KINDS', () => {
   it('lists every kind, frozen', () => {
     assert.deepEqual([...ERROR_KINDS].sort(), [
-      'approval_denied', 'cancelled', 'duplicate', 'handler_error', 'idle_timeout', 'invalid_arguments',
+      'approval_denied', 'budget_exceeded', 'cancelled', 'duplicate', 'handler_error', 'idle_timeout', 'invalid_arguments',
       'not_executed', 'permission_denied', 'rate_limited', 'timeout', 'unavailable', 'unknown_tool',
     ])
     assert.equal(Object.isFrozen(ERROR_KINDS), true)

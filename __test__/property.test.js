@@ -104,11 +104,18 @@ function executor(r) {
   gate.register({ name: 'limited', readOnly: true, rateLimit: { limit: '3/s', maxWaitMs: 15 }, parameters: PARAMS, handler })
   gate.register({ name: 'checked', parameters: PARAMS, check: () => r.pick([() => undefined, () => 'no', () => false, () => new Promise(() => {}), () => Promise.reject('x')])(), handler })
   gate.register({ name: 'asks', needsApproval: true, retry: { onTimeout: true }, parameters: PARAMS, handler })
+  // A breaker that opens and half-opens within a turn or two, and budgets priced by a cost function that may fail.
+  gate.register({
+    name: 'guarded', readOnly: true, parameters: PARAMS, handler,
+    breaker: { minCalls: 2, failureRate: 0.5, windowMs: 200, openMs: 20, halfOpenCalls: 1 },
+    budget: { maxCallsPerTurn: 3, maxCalls: 12, maxCallsPerWindow: { calls: 4, windowMs: 50 }, maxCost: 30 },
+    cost: (args) => r.pick([() => args.v % 7, () => Promise.resolve(1), () => NaN, () => { throw new Error('no price') }, () => new Promise(() => {})])(),
+  })
   gate.registerArtifactTools()
   return gate
 }
 
-const NAMES = ['read', 'write', 'idem', 'limited', 'checked', 'asks', 'read_artifact', 'nope', 'Read', '']
+const NAMES = ['read', 'write', 'idem', 'limited', 'checked', 'asks', 'guarded', 'read_artifact', 'nope', 'Read', '']
 
 /** A call in one of the shapes a provider (or a mistake) makes, and the id its result must carry, when it has one. */
 function call(r, i) {

@@ -66,6 +66,22 @@ test('8 processes x 10,000 calls against one bucket of 1,000 (refilling 1,000/mi
   }
 })
 
+test('4 processes share one session\'s budgets exactly: 150 calls, and a cost budget of 100 at 2.5 a call', async () => {
+  const workers = await fleet(4)
+  try {
+    const sum = (answers, key) => answers.reduce((n, a) => n + a[key], 0)
+    const calls = await Promise.all(workers.map((w) => w.ask('budget', { calls: 100, batch: 25, context: { sessionId: 'fleet-calls' } })))
+    assert.deepEqual(calls.map((a) => a.otherCount), [0, 0, 0, 0], JSON.stringify(calls.map((a) => a.other)))
+    assert.deepEqual([sum(calls, 'admitted'), sum(calls, 'refused')], [150, 250], 'exactly the 150 calls of the budget ran')
+    const context = { sessionId: 'fleet-cost', budget: { maxCost: 100 } }
+    const cost = await Promise.all(workers.map((w) => w.ask('budget', { calls: 30, batch: 10, context })))
+    assert.deepEqual(cost.map((a) => a.otherCount), [0, 0, 0, 0], JSON.stringify(cost.map((a) => a.other)))
+    assert.deepEqual([sum(cost, 'admitted'), sum(cost, 'refused')], [40, 80], '40 calls of 2.5 make 100')
+  } finally {
+    await stopAll(workers)
+  }
+})
+
 test('a result cached by one process is a hit in the others, and invalidate in one is seen by all', async () => {
   const [a, b, c] = await fleet(3)
   try {

@@ -110,6 +110,87 @@ for (const kind of Object.keys(CLIENTS)) {
   })
 }
 
+for (const kind of ['ioredis', 'node-redis cluster']) {
+  test(`${kind}: budgets per session, per window and of cost hold across executors`, async () => {
+    const client = await connect(kind)
+    const { a, b } = pair(client, {
+      register: (gate) => {
+        gate.register({ name: 'search', readOnly: true, budget: { maxCalls: 3 }, handler: () => 'found' })
+        gate.register({ name: 'render', readOnly: true, cost: ({ pages }) => pages, handler: () => 'rendered' })
+        gate.register({ name: 'fetch', readOnly: true, budget: { maxCallsPerWindow: { calls: 2, windowMs: 60_000 } }, handler: () => 'page' })
+      },
+    })
+    const context = { sessionId: `s-${kind}` }
+    const kinds = (results) => results.map((r) => r.errorKind ?? 'ok')
+    try {
+      const searches = [...await a.gate.execute([{ name: 'search' }, { name: 'search' }], { context }), ...await b.gate.execute([{ name: 'search' }, { name: 'search' }], { context })]
+      assert.deepEqual(kinds(searches), ['ok', 'ok', 'ok', 'budget_exceeded'], 'one budget of 3 for both')
+      assert.match(searches[3].error, /the call budget of session "s-.*" \(this tool's maxCalls\) is used up: 3 of 3 calls/)
+      assert.equal(searches[3].metadata.store, undefined, 'the store answered: an ordinary refusal')
+      const other = await b.gate.execute([{ name: 'search' }], { context: { sessionId: `other-${kind}` } })
+      assert.deepEqual(kinds(other), ['ok'], 'another session, another budget')
+
+      const costed = { ...context, budget: { maxCost: 10 } }
+      const render = (pages) => ({ name: 'render', arguments: { pages } })
+      const spent = [...await a.gate.execute([render(4)], { context: costed }), ...await b.gate.execute([render(5), render(2), render(1)], { context: costed })]
+      assert.deepEqual(kinds(spent), ['ok', 'ok', 'budget_exceeded', 'ok'], '4 + 5 = 9: 2 more would pass 10, 1 fits')
+      assert.deepEqual([spent[2].metadata.budget.used, spent[2].metadata.budget.cost], [9, 2])
+
+      const fetched = [...await a.gate.execute([{ name: 'fetch' }], { context }), ...await b.gate.execute([{ name: 'fetch' }, { name: 'fetch' }], { context })]
+      assert.deepEqual(kinds(fetched), ['ok', 'ok', 'budget_exceeded'])
+      assert.ok(fetched[2].retryAfterMs > 0 && fetched[2].retryAfterMs <= 60_000, `starts over on the server's clock: ${fetched[2].retryAfterMs}`)
+    } finally {
+      await Promise.all([a.gate.close(), b.gate.close()])
+    }
+  })
+}
+
+test('a breaker opened by one executor\'s failures stops the other once it hears, and a trial in either closes it for both', async () => {
+  const client = await connect('ioredis')
+  const backend = { up: false, runs: 0 }
+  const { a, b } = pair(client, {
+    register: (gate) => gate.register({
+      name: 'payments', retry: false, breaker: { minCalls: 3, failureRate: 0.5, openMs: 400 },
+      handler: () => {
+        backend.runs++
+        if (!backend.up) throw new Error('503 from the payments API')
+        return 'paid'
+      },
+    }),
+  })
+  const kinds = (results) => results.map((r) => r.errorKind ?? 'ok')
+  try {
+    const failing = []
+    for (let i = 0; i < 3; i++) failing.push(...await a.gate.execute([{ name: 'payments' }]))
+    assert.deepEqual(kinds(failing), ['handler_error', 'handler_error', 'handler_error'])
+    await waitFor(() => a.gate.stats().tools.payments.breaker === 'open', 'the third failure\'s answer says it opened')
+    assert.deepEqual(kinds(await a.gate.execute([{ name: 'payments' }])), ['unavailable'])
+    assert.equal(a.gate.stats().store.operations, 3, 'a refusal by an open breaker asks the store nothing')
+    // The other executor runs one more call (it has not heard), and its answer tells it.
+    assert.deepEqual(kinds(await b.gate.execute([{ name: 'payments' }])), ['handler_error'])
+    await waitFor(() => b.gate.stats().tools.payments.breaker === 'open', 'the other executor heard')
+    const refused = await b.gate.execute([{ name: 'payments' }])
+    assert.deepEqual(kinds(refused), ['unavailable'])
+    assert.ok(refused[0].retryAfterMs > 0 && refused[0].retryAfterMs <= 400)
+    assert.equal(backend.runs, 4)
+    await sleep(450)
+    backend.up = true
+    assert.deepEqual(kinds(await b.gate.execute([{ name: 'payments' }])), ['ok'], 'the trial call')
+    await waitFor(() => b.gate.stats().tools.payments.breaker === 'closed', 'the trial closed it')
+    assert.deepEqual(kinds(await a.gate.execute([{ name: 'payments' }])), ['ok'], 'the store says closed when a asks')
+    assert.equal(a.gate.stats().tools.payments.breaker, 'closed')
+    assert.equal(a.gate.stats().tools.payments.breakerOpened + b.gate.stats().tools.payments.breakerOpened, 1, 'the opening is counted where the call that opened it ran')
+  } finally {
+    await Promise.all([a.gate.close(), b.gate.close()])
+  }
+})
+
+/** Waits (real time, a few seconds at most) until `ok()` holds. */
+async function waitFor(ok, what) {
+  for (let i = 0; i < 200 && !ok(); i++) await sleep(10)
+  assert.ok(ok(), what)
+}
+
 test('a call that needs no store never reaches it; one that does costs one ticket', async () => {
   const client = await connect('ioredis')
   const { a } = pair(client, { register: (gate) => gate.register({ name: 'plain', handler: () => 'p' }) })

@@ -124,7 +124,7 @@ for (const kind of KINDS) {
       assert.equal(store.prefix, prefix)
       assert.equal(store.timeoutMs, 5_000)
       assert.equal(store.maxEntryBytes, 1_048_576)
-      assert.deepEqual(store.onError, { cache: 'open', dedup: 'open', rateLimit: 'closed', sessions: 'open' })
+      assert.deepEqual(store.onError, { cache: 'open', dedup: 'open', rateLimit: 'closed', sessions: 'open', budget: 'closed', breaker: 'open' })
     })
 
     it('count: counts each dedup key, gives the count back on refuse, reads what was kept and the rollbacks', async () => {
@@ -472,12 +472,12 @@ describe('redisStore programmer errors', () => {
     rejects({ client, maxSessionKeys: 1.5 }, /`maxSessionKeys` must be a positive integer/)
     rejects({ client, onError: 'ignore' }, /`onError` must be 'open', 'closed' or an object/)
     rejects({ client, onError: { cache: 'shut' } }, /`onError.cache` must be 'open' or 'closed'; got "shut"/)
-    rejects({ client, onError: { breaker: 'open' } }, /`onError.breaker` is not a station: use cache, dedup, rateLimit, sessions/)
+    rejects({ client, onError: { lookup: 'open' } }, /`onError.lookup` is not a station: use cache, dedup, rateLimit, sessions, budget, breaker/)
     rejects({ client, timeout: 50 }, /unknown option timeout; the options are client, prefix/)
   })
 
   it('takes onError as one mode for every station or by station over the defaults', () => {
-    assert.deepEqual(redisStore({ client, onError: 'closed' }).onError, { cache: 'closed', dedup: 'closed', rateLimit: 'closed', sessions: 'closed' })
-    assert.deepEqual(redisStore({ client, onError: { rateLimit: 'open', cache: 'closed' } }).onError, { cache: 'closed', dedup: 'open', rateLimit: 'open', sessions: 'open' })
+    assert.deepEqual(redisStore({ client, onError: 'closed' }).onError, { cache: 'closed', dedup: 'closed', rateLimit: 'closed', sessions: 'closed', budget: 'closed', breaker: 'closed' })
+    assert.deepEqual(redisStore({ client, onError: { rateLimit: 'open', cache: 'closed' } }).onError, { cache: 'closed', dedup: 'open', rateLimit: 'open', sessions: 'open', budget: 'closed', breaker: 'open' })
   })
 })

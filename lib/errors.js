@@ -3,7 +3,7 @@
 
 const ERROR_KINDS = Object.freeze([
   'unknown_tool', 'invalid_arguments', 'permission_denied', 'approval_denied', 'rate_limited', 'timeout',
-  'idle_timeout', 'cancelled', 'not_executed', 'handler_error', 'duplicate', 'unavailable',
+  'idle_timeout', 'cancelled', 'not_executed', 'handler_error', 'duplicate', 'unavailable', 'budget_exceeded',
 ])
 
 /** Throw it (or set `retryable: true` on any error) to ask for another attempt under the tool's retry policy. */

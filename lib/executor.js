@@ -6,7 +6,7 @@
 const { Engine } = require('./native.js')
 const observe = require('./observe.js')
 const { DEFINITION_FORMATS } = require('./formats.js')
-const { describeReturn, describeThrown, abortReasonText, bigintToString, textOf } = require('./describe.js')
+const { describeReturn, describeThrown, abortReasonText, bigintToString, textOf, reprOf } = require('./describe.js')
 const { argumentsOf, internalFailures, programmerError, policyJson, readResults, serializeCalls } = require('./wire.js')
 const { ENGINE_OPTIONS, LISTENER_OPTIONS, OBSERVER_OPTIONS, SPEC_FIELDS, TURN_OPTIONS, offAsOptions, pick, takeListeners, takeObservers } = require('./options.js')
 const { callHost, describeProblem, readApproval, judgeValue, callListener, warn } = require('./callbacks.js')
@@ -59,6 +59,8 @@ class ToolExecutor {
   #judges = new Map()
   /** `check` functions, by tool name: business checks of the arguments, run before permission. */
   #checks = new Map()
+  /** `cost` functions, by tool name: what a call costs against cost budgets, from its arguments. */
+  #costs = new Map()
   /** The schemas' own validations that run in JS, by tool name: `parameters` (after the engine's validation; the
    * handler receives its output) and `outputSchema` (on what the handler returns). */
   #validations = new Map()
@@ -169,6 +171,11 @@ class ToolExecutor {
     const check = rest.check
     if (check !== undefined && typeof check !== 'function') throw new TypeError(`tool "${spec.name}": check must be a function (args, ctx) => problem | undefined`)
     if (check) rest.check = true
+    const cost = typeof rest.cost === 'function' ? rest.cost : undefined
+    if (rest.cost !== undefined && !cost && typeof rest.cost !== 'number') {
+      throw new TypeError(`tool "${spec.name}": cost must be a number of at least 0, or a function (args, ctx) => number`)
+    }
+    if (cost) rest.cost = 'host'
     const fields = offAsOptions(pick(rest, SPEC_FIELDS, `tool "${spec.name}"`))
     const parameters = toolSchema(fields.parameters, 'parameters', spec.name)
     const output = toolSchema(fields.outputSchema, 'outputSchema', spec.name)
@@ -179,7 +186,7 @@ class ToolExecutor {
     programmerError(() => this.#engine.register(JSON.stringify(fields)))
     this.#handlers.set(spec.name, handler)
     const kept = [
-      [this.#judges, judge], [this.#checks, check], [this.#validations, parameters?.validate],
+      [this.#judges, judge], [this.#checks, check], [this.#costs, cost], [this.#validations, parameters?.validate],
       [this.#outputValidations, output?.validate], [this.#prunes, parameters?.prune],
     ]
     for (const [map, fn] of kept) {
@@ -493,6 +500,7 @@ class ToolExecutor {
     // Runs handed out are known before any application code runs (an abort listener may cancel the turn).
     if (step.start) for (const [run, turnId] of step.start) this.#notStarted.set(run, turnId)
     if (step.late) for (const late of step.late) this.#overdue(late)
+    if (step.breaker) for (const change of step.breaker) this.#traceBreaker(change)
     if (step.host) for (const request of step.host) this.#askHost(request)
     if (step.store) {
       const batch = runTickets(this.#store, step.store, (ticket, json) => this.#drive(() => this.#engine.answerStore(ticket, json)))
@@ -518,13 +526,22 @@ class ToolExecutor {
       pending = this.#validated(turn, index, toolName, args)
     } else if (kind === 'check') {
       pending = this.#checked(turn, index, toolName, callId, args).then((problem) => (problem === undefined ? {} : { problem }))
+    } else if (kind === 'cost') {
+      pending = this.#costOf(turn, index, toolName, callId, args).then((cost) => ({ cost }))
     } else if (turn?.approve === undefined) {
       pending = Promise.resolve({ decision: 'deny', reason: 'no approval callback is set' })
     } else {
       const request = { callId, toolName, arguments: args, rule, reason: reason ?? undefined, context }
       pending = callHost(() => turn.approve(request)).then(readApproval).then((answer) => {
         if (answer.arguments === undefined) return answer
-        return this.#editsPass(turn, index, toolName, callId, answer.arguments).then((issues) => (issues ? { ...answer, issues } : answer))
+        return this.#editsPass(turn, index, toolName, callId, answer.arguments).then((issues) => {
+          if (issues || !this.#costs.has(toolName)) return issues ? { ...answer, issues } : answer
+          // What edited arguments cost replaces what the model's did (the engine keeps it only under a cost budget).
+          return this.#costOf(turn, index, toolName, callId, answer.arguments).then(
+            (cost) => ({ ...answer, cost }),
+            (err) => ({ ...answer, issues: [['', `its cost could not be computed (${describeProblem(err)})`]] }),
+          )
+        })
       })
     }
     pending
@@ -568,6 +585,16 @@ class ToolExecutor {
     const input = turn?.parsed?.has(index) ? turn.parsed.get(index) : this.#pruned(toolName, args)
     return callHost(() => this.#checks.get(toolName)(input, { callId, toolName, context: turn?.context }))
       .then((problem) => (problem == null || problem === true ? undefined : describeProblem(problem)))
+  }
+
+  /** What a call costs, by the tool's cost function (on the arguments as the handler gets them): a number of at
+   * least 0, or a rejection saying what it gave instead. */
+  #costOf(turn, index, toolName, callId, args) {
+    const input = turn?.parsed?.has(index) ? turn.parsed.get(index) : this.#pruned(toolName, args)
+    return callHost(() => this.#costs.get(toolName)(input, { callId, toolName, context: turn?.context })).then((cost) => {
+      if (typeof cost === 'number' && Number.isFinite(cost) && cost >= 0) return cost
+      throw new TypeError(`it returned ${reprOf(cost)}, not a number of at least 0`)
+    })
   }
 
   /** The schema's own validation of a call's arguments: `{ issues }` for the engine when they fail it; when they
@@ -791,6 +818,13 @@ class ToolExecutor {
     if (call === undefined) return
     if (this.#listeners.onTrace) this.#guard(() => { call.argsSnapshot = this.#snapshots([call.args])[0] })
     this.#traceLate(call, endedBy, outcome, afterMs)
+  }
+
+  /** A circuit breaker changed phase (an opening says what opened it). */
+  #traceBreaker({ tool, from, to, calls, failures }) {
+    const event = { type: 'breaker', toolName: tool, from, to, at: Date.now() }
+    if (calls !== undefined) Object.assign(event, { calls, failures })
+    this.#emitTrace(event)
   }
 
   #traceLate(call, endedBy, outcome, afterMs) {

@@ -216,7 +216,12 @@ const PROM_COUNTERS = {
   sharedFlights: 'Calls that shared an identical call\'s execution.',
   duplicates: 'Repeated queries within a session.',
   rateLimited: 'Calls refused a rate-limit token.',
+  breakerOpened: 'Times the tool\'s circuit breaker opened.',
+  breakerRefused: 'Calls answered unavailable because the tool\'s circuit breaker was open.',
+  budgetExceeded: 'Calls refused because a budget would have been passed.',
 }
+
+const BREAKER_STATES = ['closed', 'open', 'half_open']
 
 const PROM_STORE = {
   operations: 'Operations sent to the shared store.',
@@ -246,6 +251,8 @@ function prometheus(stats) {
     family(name, 'counter', help, tools.map(([tool, t]) => [{ tool }, t[key]]))
   }
   family('in_flight', 'gauge', 'Handlers running now.', tools.map(([tool, t]) => [{ tool }, t.inFlight]))
+  family('breaker_state', 'gauge', 'The circuit breaker\'s state: 1 for the one it is in.', tools.filter(([, t]) => t.breaker !== undefined)
+    .flatMap(([tool, t]) => BREAKER_STATES.map((state) => [{ tool, state }, t.breaker === state ? 1 : 0])))
   const quantiles = { p50: '0.5', p95: '0.95', p99: '0.99' }
   family('handler_latency_ms', 'summary', 'How long handlers ran, in ms (quantiles within 10%).', tools.flatMap(([tool, t]) =>
     Object.entries(quantiles).filter(([q]) => t.latencyMs[q] !== null).map(([q, quantile]) => [{ tool, quantile }, t.latencyMs[q]])))
@@ -259,7 +266,8 @@ function prometheus(stats) {
   return `${lines.join('\n')}\n`
 }
 
-/** Health from the counters: a tool is failing when most of its calls fail, degraded past 10% failures or timeouts. */
+/** Health from the counters: a tool is failing when most of its calls fail or its circuit breaker is open, degraded
+ * past 10% failures or timeouts, or while its breaker lets trial calls through. */
 function healthReport(stats, pending) {
   const tools = {}
   let worst = 'ok'
@@ -268,9 +276,11 @@ function healthReport(stats, pending) {
     const failures = t.calls - t.successes
     const errorRate = t.calls === 0 ? 0 : failures / t.calls
     const timeoutRate = t.calls === 0 ? 0 : (t.timeouts + t.idleTimeouts) / t.calls
-    const status = errorRate > 0.5 ? 'failing' : errorRate > 0.1 || timeoutRate > 0.1 ? 'degraded' : 'ok'
+    const status = errorRate > 0.5 || t.breaker === 'open' ? 'failing'
+      : errorRate > 0.1 || timeoutRate > 0.1 || t.breaker === 'half_open' ? 'degraded' : 'ok'
     if (rank[status] > rank[worst]) worst = status
     tools[name] = { status, calls: t.calls, errorRate, timeoutRate, p95Ms: t.latencyMs.p95, inFlight: t.inFlight, lateSettlements: t.lateSettlements }
+    if (t.breaker !== undefined) tools[name].breaker = t.breaker
   }
   const abandoned = pending.filter((p) => p.state === 'abandoned').length
   return { status: worst, tools, inFlight: stats.total.inFlight, abandonedHandlers: abandoned }

@@ -7,7 +7,7 @@ const observe = require('./observe.js')
 const ENGINE_OPTIONS = [
   'defaultTimeoutMs', 'maxTimeoutMs', 'concurrency', 'maxOutputChars', 'maxErrorChars', 'previewChars', 'retry', 'cache',
   'dedup', 'rateLimit', 'redact', 'artifacts', 'repair', 'maxConsecutiveRollbacks', 'permissions', 'approvalTimeoutMs',
-  'checkTimeoutMs', 'trace',
+  'checkTimeoutMs', 'trace', 'breaker', 'budget',
 ]
 /** Executor options the JS layer keeps for itself: listeners and callbacks, and the observability sinks. */
 const LISTENER_OPTIONS = ['onProgress', 'onTrace', 'approve']
@@ -15,7 +15,7 @@ const OBSERVER_OPTIONS = ['audit', 'otel']
 const SPEC_FIELDS = [
   'name', 'description', 'parameters', 'readOnly', 'idempotent', 'timeoutMs', 'idleTimeoutMs', 'maxOutputChars',
   'needsApproval', 'replace', 'retry', 'maxConcurrency', 'cache', 'dedup', 'rateLimit', 'untrusted', 'aliases',
-  'rollbackWhen', 'risk', 'check', 'pathWithin', 'urlHosts', 'outputSchema', 'origin',
+  'rollbackWhen', 'risk', 'check', 'pathWithin', 'urlHosts', 'outputSchema', 'origin', 'breaker', 'budget', 'cost',
 ]
 const TURN_OPTIONS = ['deadlineMs', 'stopOnError']
 

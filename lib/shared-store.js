@@ -5,7 +5,7 @@
 
 const { describeProblem } = require('./callbacks.js')
 
-const STATIONS = ['cache', 'dedup', 'rateLimit', 'sessions']
+const STATIONS = ['cache', 'dedup', 'rateLimit', 'sessions', 'budget', 'breaker']
 
 /** The `store` executor option: the store object the JS layer keeps, and the settings the engine reads. */
 function takeStore(options) {

@@ -25,7 +25,7 @@ const OUTCOMES = [
 ]
 
 /** Error kinds that a station gives before any handler runs: drawn as a marker where the call was turned away. */
-const REFUSALS = new Set(['unknown_tool', 'invalid_arguments', 'permission_denied', 'approval_denied', 'rate_limited', 'duplicate', 'unavailable'])
+const REFUSALS = new Set(['unknown_tool', 'invalid_arguments', 'permission_denied', 'approval_denied', 'rate_limited', 'duplicate', 'unavailable', 'budget_exceeded'])
 /** Error text in a hover title is cut here: a title is a hint, the full error is in the result. */
 const DETAIL_CHARS = 300
 

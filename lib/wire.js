@@ -62,6 +62,7 @@ function policyJson(context) {
   const policy = { fields }
   if (context.permissions !== undefined) policy.permissions = context.permissions
   if (context.maxRisk !== undefined) policy.maxRisk = context.maxRisk
+  if (context.budget !== undefined) policy.budget = context.budget
   for (const key of ['allowedTools', 'deniedTools', 'approvedTools']) {
     const list = context[key]
     if (list === undefined) continue

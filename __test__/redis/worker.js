@@ -30,6 +30,8 @@ gate.register({
     return `answer to ${q} from ${process.pid}`
   },
 })
+// Budgeted per session (by the parent's sessionId): 150 calls, and what the context's budget says of cost.
+gate.register({ name: 'metered', readOnly: true, cost: 2.5, budget: { maxCalls: 150 }, handler: () => 'ok' })
 // Runs until its parent kills the process (`hang`) or lets it go.
 gate.register({
   name: 'hold',
@@ -59,6 +61,22 @@ const actions = {
       for (const r of results) {
         if (r.success) admitted++
         else if (r.errorKind === 'rate_limited' && r.metadata.store === undefined) refused++
+        else other.push(r.error)
+      }
+    }
+    return { admitted, refused, other: other.slice(0, 3), otherCount: other.length }
+  },
+  /** `calls` calls of the budgeted tool in turns of `batch`, in the parent's session: how many ran, how many a
+   * budget refused. */
+  budget: async ({ calls, batch, context }) => {
+    let admitted = 0
+    let refused = 0
+    const other = []
+    for (let done = 0; done < calls; done += batch) {
+      const results = await gate.execute(Array.from({ length: Math.min(batch, calls - done) }, () => ({ name: 'metered', arguments: {} })), { context })
+      for (const r of results) {
+        if (r.success) admitted++
+        else if (r.errorKind === 'budget_exceeded') refused++
         else other.push(r.error)
       }
     }

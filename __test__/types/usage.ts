@@ -105,6 +105,35 @@ async function boundedTurn(): Promise<void> {
 }
 void boundedTurn
 
+// Circuit breakers and budgets.
+const budgeted = new ToolExecutor({ breaker: { failureRate: 0.5, minCalls: 10 }, budget: { maxCallsPerTurn: 20, maxCallsPerWindow: { calls: 100, windowMs: 60_000 } } })
+budgeted.register({
+  name: 'render',
+  parameters: { type: 'object', properties: { pages: { type: 'integer' } }, required: ['pages'] },
+  cost: ({ pages }) => pages * 2,
+  budget: { maxCalls: 5, by: ['tenantId', 'userId'] },
+  breaker: false,
+  handler: ({ pages }) => `${pages}`,
+})
+budgeted.register({ name: 'flat', cost: 3, breaker: true, handler: () => 'ok' })
+// @ts-expect-error a cost is a number or a function of the arguments
+budgeted.register({ name: 'priced', cost: 'cheap', handler: () => 'x' })
+// @ts-expect-error the cost function reads the arguments the schema declares
+budgeted.register({ name: 'typo', parameters: { type: 'object', properties: { pages: { type: 'integer' } } }, cost: ({ page }) => page, handler: () => 'x' })
+async function budgetedTurn(): Promise<void> {
+  const [r] = await budgeted.execute([{ name: 'flat' }], { context: { sessionId: 's', budget: { maxCost: 10 } } })
+  if (r.errorKind === 'budget_exceeded') {
+    const used: number | undefined = r.metadata.budget?.used
+    const which: 'maxCallsPerTurn' | 'maxCalls' | 'maxCallsPerWindow' | 'maxCost' | undefined = r.metadata.budget?.budget
+    void [used, which]
+  }
+  const state: 'closed' | 'open' | 'half_open' | undefined = budgeted.stats().tools['flat']?.breaker
+  const opened: number | undefined = budgeted.stats().tools['flat']?.breakerOpened
+  void [state, opened]
+}
+void budgetedTurn
+new ToolExecutor({ onTrace: (events) => events.forEach((e) => e.type === 'breaker' && console.log(e.toolName, e.from, e.to)) })
+
 // Shaping, repair and judge options.
 const shaped = new ToolExecutor({
   previewChars: 1_000,
@@ -160,7 +189,7 @@ void guarded.execute([{ name: 'read_file', input: { path: 'a' } }], { context: {
 
 // Observability.
 const watched = new ToolExecutor({
-  onTrace: (events) => events.forEach((e) => (e.type === 'station' ? e.station : e.endedBy)),
+  onTrace: (events) => events.forEach((e) => (e.type === 'station' ? e.station : e.type === 'late_settlement' ? e.endedBy : e.to)),
   audit: { file: '/tmp/audit.jsonl', maxBytes: 1 << 20, keep: 3, onRecord: (r) => void r.args },
   otel: false,
   trace: true,

@@ -106,6 +106,126 @@ redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 0
 `,
+  // KEYS: counter. ARGV: amount, limit, ttlMs, [windowMs]. A budget counter: adds the amount unless that passes the
+  // limit. With a window it counts per fixed window of the server's clock (a new window starts from nothing) and
+  // lasts until the window ends; without one it lasts ttlMs after the last spending.
+  spend: `
+local amount, limit, ttl, window = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local number, resets = 0, false
+if window then
+  local time = redis.call('TIME')
+  local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  number = math.floor(now / window)
+  resets = (number + 1) * window - now
+  ttl = resets + 1000
+end
+local state = redis.call('HMGET', KEYS[1], 'w', 'n')
+local used = 0
+if tonumber(state[1]) == number then used = tonumber(state[2]) or 0 end
+if used + amount > limit + 1e-9 then return {'over', string.format('%.17g', used), resets} end
+redis.call('HSET', KEYS[1], 'w', string.format('%d', number), 'n', string.format('%.17g', used + amount))
+redis.call('PEXPIRE', KEYS[1], math.min(math.ceil(ttl), 1e13))
+return {'ok', string.format('%.17g', used + amount), number}
+`,
+  // KEYS: counter. ARGV: amount, window. Gives back a spending of a call that never ran, in the window it was made in.
+  unspend: `
+local state = redis.call('HMGET', KEYS[1], 'w', 'n')
+local used = tonumber(state[2])
+if used and tonumber(state[1]) == tonumber(ARGV[2]) then
+  redis.call('HSET', KEYS[1], 'n', string.format('%.17g', math.max(0, used - tonumber(ARGV[1]))))
+end
+return 0
+`,
+  // KEYS: breaker. ARGV: halfOpenCalls, trialWaitMs, ttlMs. Lets an attempt through a breaker: 'counted' (closed),
+  // 'trial' (half-open, while trial places are left) or 'refused' with the wait; an opening whose time is up turns
+  // half-open here. Returns {admit, waitMs, phase, generation, from (the phase it left, or false)}. The same rules
+  // as the engine's own breaker (crates/core/src/breaker.rs).
+  breakerAdmit: `
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local key = KEYS[1]
+local state = redis.call('HMGET', key, 'phase', 'until', 'gen', 'adm')
+local phase, until_at, gen, adm = state[1] or 'closed', tonumber(state[2]) or 0, tonumber(state[3]) or 0, tonumber(state[4]) or 0
+local from = false
+if phase == 'open' then
+  if now < until_at then return {'refused', until_at - now, phase, gen, false} end
+  from, phase, gen, adm = 'open', 'half_open', gen + 1, 0
+  redis.call('HDEL', key, 's0', 's1', 's2', 's3', 's4', 's5', 's6', 's7', 's8', 's9')
+  redis.call('HSET', key, 'phase', phase, 'gen', string.format('%d', gen), 'adm', 0, 'pas', 0)
+  redis.call('PEXPIRE', key, math.min(tonumber(ARGV[3]), 1e13))
+end
+if phase == 'closed' then return {'counted', 0, phase, gen, from} end
+if adm < tonumber(ARGV[1]) then
+  redis.call('HSET', key, 'adm', adm + 1)
+  return {'trial', 0, phase, gen, from}
+end
+return {'refused', tonumber(ARGV[2]), phase, gen, from}
+`,
+  // KEYS: breaker. ARGV: admission ('counted' or 'trial'), generation, outcome ('success', 'failure' or 'untested'),
+  // failureRate, minCalls, windowMs, openMs, halfOpenCalls, ttlMs. Counts how an admitted attempt ended: a closed
+  // breaker counts outcomes in ten slices of its window and opens at the failure rate (from minCalls on); a trial of
+  // the current half-open phase closes it after halfOpenCalls successes, reopens it on a failure, or gives its
+  // place back. Returns {phase, from (the phase it left, or false), calls, failures (when it opened), openLeftMs}.
+  breakerRecord: `
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local key = KEYS[1]
+local state = redis.call('HMGET', key, 'phase', 'until', 'gen', 'adm', 'pas')
+local phase, until_at, gen = state[1] or 'closed', tonumber(state[2]) or 0, tonumber(state[3]) or 0
+local adm, pas = tonumber(state[4]) or 0, tonumber(state[5]) or 0
+local outcome, open_ms = ARGV[3], tonumber(ARGV[7])
+local from, calls, failures = false, false, false
+local function enter(to)
+  from, phase, gen = phase, to, gen + 1
+  redis.call('HDEL', key, 's0', 's1', 's2', 's3', 's4', 's5', 's6', 's7', 's8', 's9')
+  redis.call('HSET', key, 'phase', phase, 'gen', string.format('%d', gen), 'adm', 0, 'pas', 0)
+  if to == 'open' then
+    until_at = now + open_ms
+    redis.call('HSET', key, 'until', string.format('%d', until_at))
+  end
+end
+if ARGV[1] == 'counted' then
+  if phase == 'closed' and outcome ~= 'untested' then
+    local width = math.max(1, math.floor(tonumber(ARGV[6]) / 10))
+    local slice = math.floor(now / width)
+    local field = 's' .. string.format('%d', slice % 10)
+    local cells = redis.call('HMGET', key, 's0', 's1', 's2', 's3', 's4', 's5', 's6', 's7', 's8', 's9')
+    local ok_total, failed_total, ok, failed = 0, 0, 0, 0
+    for i = 1, 10 do
+      local n, o, f = string.match(cells[i] or '', '^(%d+):(%d+):(%d+)$')
+      n, o, f = tonumber(n), tonumber(o), tonumber(f)
+      if n and n <= slice and slice - n < 10 then
+        ok_total, failed_total = ok_total + o, failed_total + f
+        if n == slice then ok, failed = o, f end
+      end
+    end
+    if outcome == 'success' then
+      ok, ok_total = ok + 1, ok_total + 1
+    else
+      failed, failed_total = failed + 1, failed_total + 1
+    end
+    redis.call('HSET', key, field, string.format('%d:%d:%d', slice, ok, failed))
+    local total = ok_total + failed_total
+    if outcome == 'failure' and total >= tonumber(ARGV[5]) and failed_total >= tonumber(ARGV[4]) * total then
+      calls, failures = total, failed_total
+      enter('open')
+    end
+  end
+elseif tonumber(ARGV[2]) == gen and phase == 'half_open' then
+  if outcome == 'untested' then
+    redis.call('HSET', key, 'adm', math.max(0, adm - 1))
+  elseif outcome == 'success' then
+    pas = pas + 1
+    if pas >= tonumber(ARGV[8]) then enter('closed') else redis.call('HSET', key, 'pas', pas) end
+  else
+    enter('open')
+  end
+end
+redis.call('PEXPIRE', key, math.min(tonumber(ARGV[9]), 1e13))
+local left = 0
+if phase == 'open' then left = math.max(0, until_at - now) end
+return {phase, from, calls, failures, left}
+`,
 }
 
 /** Each script's source and SHA1 (what EVALSHA names it by), computed once. */

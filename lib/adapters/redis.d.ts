@@ -35,7 +35,7 @@ export interface NodeRedisClusterLike {
 export type RedisClientLike = IORedisClientLike | NodeRedisClientLike | NodeRedisClusterLike
 
 /** The stations that use the store. */
-export type StoreStation = 'cache' | 'dedup' | 'rateLimit' | 'sessions'
+export type StoreStation = 'cache' | 'dedup' | 'rateLimit' | 'sessions' | 'budget' | 'breaker'
 /** When Redis fails: 'open' lets the call go on as if the station had nothing to say, 'closed' fails it. */
 export type StoreFailureMode = 'open' | 'closed'
 
@@ -46,7 +46,8 @@ export interface RedisStoreOptions {
   prefix?: string
   /** How long a call waits on one round trip to Redis before the store counts as unavailable for it, in ms (default 50). */
   timeoutMs?: number
-  /** One mode for every station, or by station (default cache, dedup and sessions 'open', rateLimit 'closed'). */
+  /** One mode for every station, or by station (default cache, dedup, sessions and breaker 'open', rateLimit and
+   * budget 'closed'). */
   onError?: StoreFailureMode | Partial<Record<StoreStation, StoreFailureMode>>
   /** A result larger than this (UTF-8 bytes) is not cached nor kept (default 1 MiB). */
   maxEntryBytes?: number
@@ -69,6 +70,14 @@ export type StoreOp =
   | { op: 'keep'; session: string; key: string; value: string; ttlMs: number }
   | { op: 'remember'; session: string; field: string; ttlMs: number }
   | { op: 'rollbacks'; session: string; flagged: boolean; ttlMs: number }
+  | { op: 'spend'; key: string; amount: number; limit: number; ttlMs: number; windowMs?: number }
+  | { op: 'unspend'; key: string; amount: number; window: number }
+  | { op: 'breakerAdmit'; key: string; halfOpenCalls: number; trialWaitMs: number; ttlMs: number }
+  | {
+      op: 'breakerRecord'; key: string; admission: 'counted' | 'trial'; generation: number
+      outcome: 'success' | 'failure' | 'untested'; failureRate: number; minCalls: number; windowMs: number
+      openMs: number; halfOpenCalls: number; ttlMs: number
+    }
 
 /** One reply per operation; a failed one is `{ error }`. */
 export type StoreReply =
@@ -80,7 +89,13 @@ export type StoreReply =
   | { take: 'now' }
   | { take: 'after' | 'refused'; waitMs: number }
   | { skipped?: true }
+  | { spent: 'ok'; used: number; window: number }
+  | { spent: 'over'; used: number; waitMs?: number }
+  | { admit: 'counted' | 'trial' | 'refused'; waitMs: number; phase: BreakerPhase; generation: number; from?: BreakerPhase }
+  | { phase: BreakerPhase; from?: BreakerPhase; calls?: number; failures?: number; waitMs: number }
   | { error: string }
+
+export type BreakerPhase = 'closed' | 'open' | 'half_open'
 
 export interface RedisStore {
   readonly kind: 'redis'

@@ -7,8 +7,8 @@ const { createHash } = require('node:crypto')
 const { errorMonitor } = require('node:events')
 const { SCRIPTS } = require('./redis-scripts.js')
 
-const STATIONS = ['cache', 'dedup', 'rateLimit', 'sessions']
-const DEFAULT_ON_ERROR = { cache: 'open', dedup: 'open', rateLimit: 'closed', sessions: 'open' }
+const STATIONS = ['cache', 'dedup', 'rateLimit', 'sessions', 'budget', 'breaker']
+const DEFAULT_ON_ERROR = { cache: 'open', dedup: 'open', rateLimit: 'closed', sessions: 'open', budget: 'closed', breaker: 'open' }
 const OPTIONS = ['client', 'prefix', 'timeoutMs', 'onError', 'maxEntryBytes', 'maxSessionKeys', 'maxInFlight']
 /** The cache-key hash in key names: 64 bits, so two cache keys share a lease only by a 1-in-2^64 chance. */
 const HASH_CHARS = 16
@@ -109,6 +109,10 @@ function redisStore(options) {
 
   const sessionKey = (session) => `${prefix}{s:${session}}`
   const bucketKey = (key) => `${prefix}{b:${key}}`
+  const budgetKey = (key) => `${prefix}{g:${key}}`
+  const breakerKey = (tool) => `${prefix}{k:${tool}}`
+  /** A Lua false (nothing) as undefined, so that the engine reads no field. */
+  const some = (value) => (value === null || value === false ? undefined : value)
   const cacheKeys = (key) => {
     const tag = `${prefix}{c:${createHash('sha1').update(key).digest('hex').slice(0, HASH_CHARS)}}`
     // The lease names its cache key too, so that an invalidation finds (and drops) it with the entry.
@@ -182,6 +186,24 @@ function redisStore(options) {
     async rollbacks(op) {
       await evalScript(SCRIPTS.rollbacks, [sessionKey(op.session)], [flag(op.flagged), op.ttlMs])
       return {}
+    },
+    async spend(op) {
+      const argv = [op.amount, op.limit, op.ttlMs, ...(op.windowMs === undefined || op.windowMs === null ? [] : [op.windowMs])]
+      const [spent, used, detail] = await evalScript(SCRIPTS.spend, [budgetKey(op.key)], argv)
+      return spent === 'ok' ? { spent, used: Number(used), window: detail } : { spent, used: Number(used), waitMs: some(detail) }
+    },
+    async unspend(op) {
+      await evalScript(SCRIPTS.unspend, [budgetKey(op.key)], [op.amount, op.window])
+      return {}
+    },
+    async breakerAdmit(op) {
+      const [admit, waitMs, phase, generation, from] = await evalScript(SCRIPTS.breakerAdmit, [breakerKey(op.key)], [op.halfOpenCalls, op.trialWaitMs, op.ttlMs])
+      return { admit, waitMs, phase, generation, from: some(from) }
+    },
+    async breakerRecord(op) {
+      const argv = [op.admission, op.generation, op.outcome, op.failureRate, op.minCalls, op.windowMs, op.openMs, op.halfOpenCalls, op.ttlMs]
+      const [phase, from, calls, failures, waitMs] = await evalScript(SCRIPTS.breakerRecord, [breakerKey(op.key)], argv)
+      return { phase, from: some(from), calls: some(calls), failures: some(failures), waitMs }
     },
   }
 
