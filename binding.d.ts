@@ -37,6 +37,23 @@ export declare class Engine {
    * comes from a later `expire`.
    */
   completeBytes(run: number, kind: string, data: Buffer, more?: boolean | undefined | null): string
+  /**
+   * Starts the command of a command tool's run, as its `command(args)` gave it (JSON: argv or shell, cwd, the
+   * whole environment, stdin). Its end comes in a later step's `commands`.
+   */
+  spawnCommand(run: number, invocationJson: string): void
+  /** A background job's state, as JSON. */
+  jobStatus(id: number): string
+  /** A page of what a background job wrote to `stream` (`stdout` or `stderr`) from byte `offset`, as JSON. */
+  jobOutput(id: number, stream: string, offset: number, limit: number): string
+  /** Stops a background job (SIGTERM to its group, SIGKILL after the grace); false when it had ended already. */
+  killJob(id: number): boolean
+  /** Stops every command and job, and starts no more (closing the executor). */
+  closeCommands(): void
+  /** SIGKILL to every command's group at once: the process is exiting. */
+  killCommands(): void
+  /** Commands and background jobs whose processes may still run. */
+  get commandsAlive(): number
   /** Each value of a JSON array with secrets redacted and its size capped, as a trace shows arguments. */
   snapshots(jsonArray: string): string
   readArtifact(path: string, offset: number, limit: number | undefined | null, policyJson: string): string
@@ -69,6 +86,9 @@ export declare class Engine {
   /** The turn's results: a JSON array, then the outputs of its plain successes (see `results_to_wire`). */
   finish(turn: number): Array<string>
   get running(): number
-  /** Whether the engine holds Node's event loop open now: a deadline armed, or a value shaped on another thread. */
+  /**
+   * Whether the engine holds Node's event loop open now: a deadline armed, a value shaped on another thread, or a
+   * command running.
+   */
   get holding(): boolean
 }

@@ -712,6 +712,66 @@ export interface BudgetNote {
 }
 export type TraceEvent = StationEvent | LateSettlementEvent | BreakerEvent
 
+/** What one call of a command tool runs: a program and its arguments (no shell), or a command string for
+ * `/bin/sh -c`; with optionally its own working folder, extra environment variables and text for its stdin. */
+export type CommandInvocation = ({ argv: [string, ...string[]]; shell?: never } | { shell: string; argv?: never }) & {
+  cwd?: string
+  env?: Record<string, string>
+  stdin?: string
+}
+/** A command tool: a tool whose calls run a process the engine spawns, reads and stops. */
+export interface CommandToolSpec<P extends ToolSchema = ToolSchema, Ctx = ExecutionContext, Args = ToolArgs<P>>
+  extends Omit<ToolSpec<P, Ctx, undefined, Args>, 'handler' | 'outputSchema'> {
+  /** What a call runs, from its arguments. Throwing (or rejecting) fails the call with `handler_error`. */
+  command: (args: NoInfer<Args>, ctx: ToolContext<Ctx>) => CommandInvocation | Promise<CommandInvocation>
+  /** The working folder (default: the server's); `command(args)` may give one per call. */
+  cwd?: string
+  /** Variables set for every call, over what is inherited. */
+  env?: Record<string, string>
+  /** What the command inherits of the server's environment: a safe minimal set (PATH, HOME, USER, LANG, TERM, TZ,
+   * TMPDIR, …) by default, plus the names listed; `true`: everything; `false`: nothing. */
+  inheritEnv?: boolean | string[]
+  /** After SIGTERM to the command's process group, how long until SIGKILL (default 2000 ms). */
+  killGraceMs?: number
+  /** At `timeoutMs`: stop the command (`'kill'`, the default) or keep it running as a background job the job tools
+   * read and stop (`'background'`). Silence past `idleTimeoutMs` always stops it. */
+  onTimeout?: 'kill' | 'background'
+  /** Bytes of each stream kept in memory, half from its start and half from its end (default 256 KiB); the middle goes
+   * to a file (up to `spillBytes`, default 8 MiB) that becomes an artifact. */
+  captureBytes?: number
+  spillBytes?: number
+  /** A non-zero exit code makes the call a `handler_error` (default: a success that reports the code). */
+  failOnExitCode?: boolean
+  /** How long a background job may run before it is stopped (default 30 minutes). */
+  jobTimeoutMs?: number
+}
+/** How a command tool's process ended (`metadata.command`). */
+export interface CommandReport {
+  endedBy: 'exit' | 'timeout' | 'idle_timeout' | 'cancelled' | 'background' | 'spawn_failed'
+  /** The process the tool started; also its process group's id. */
+  pid?: number
+  exitCode?: number
+  /** The signal that ended the process, when one did. */
+  signal?: string
+  /** The last signal the engine sent its process group: `SIGTERM`, or `SIGKILL` once the grace ran out. */
+  stoppedWith?: 'SIGTERM' | 'SIGKILL'
+  /** It exited leaving processes of its group running; they were stopped. */
+  leftoversStopped?: true
+  /** Something it started still runs (it left the command's session). */
+  stillRunning?: true
+  /** The limit that ended it, in ms. */
+  limitMs?: number
+  /** Moved to the background: its job. */
+  jobId?: number
+  durationMs: number
+  stdoutBytes: number
+  stderrBytes: number
+  /** Where a stream too long to keep whole in the result was saved. */
+  stdoutArtifact?: string
+  stderrArtifact?: string
+  spawnError?: string
+}
+
 /** One audit record per call: the JSONL file's lines and `audit.onRecord`'s argument. */
 export interface AuditRecord {
   traceId: string
@@ -992,6 +1052,8 @@ export interface ToolResultMetadata {
   storeError?: string
   /** The budget that refused the call. */
   budget?: BudgetNote
+  /** A command tool's call: how its process ended. */
+  command?: CommandReport
   /** The stations the call passed, in order, and what each decided: the call's trace record. */
   stages: StationMark[]
   /** When the turn began, in ms since the Unix epoch. */
@@ -1153,6 +1215,15 @@ export declare class ToolExecutor<Ctx extends ExecutionContext = ExecutionContex
     const O extends ToolSchema | undefined = ToolSchema | undefined,
   >(
     spec: ToolSpec<P, Ctx, O, [Args] extends [never] ? ToolArgs<P> : Args>,
+  ): this
+  /**
+   * Registers a command tool: each call runs the process `command(args)` names, in a process group of its own, read
+   * into bounded buffers and stopped whole (SIGTERM, SIGKILL after `killGraceMs`) on timeout, silence, cancel or
+   * `close()`. With `onTimeout: 'background'`, also registers `job_status`, `job_output` and `job_kill`. Throws on
+   * Windows, and as `register` does.
+   */
+  registerCommand<Args = never, const P extends ToolSchema = ToolSchema>(
+    spec: CommandToolSpec<P, Ctx, [Args] extends [never] ? ToolArgs<P> : Args>,
   ): this
   /** Registers `read_artifact(path, offset?, limit?)` and `search_artifact(path, pattern)`, with which a model
    * pages through outputs saved to artifacts. They read only this executor's artifacts. */

@@ -224,3 +224,38 @@ describe('budgets', () => {
     await assert.rejects(gate.execute([{ name: 't' }], { context: { budget: { maxCalls: 2, by: [] } } }), /context.budget.by must name one or more context fields/)
   })
 })
+
+describe('guards: options and edges', () => {
+  it('a cost or a budget that is not a finite number throws at once instead of switching the guard off', () => {
+    const gate = new ToolExecutor()
+    for (const cost of [NaN, Infinity, -1]) {
+      assert.throws(() => gate.register({ name: 'x', cost, handler: () => 1 }), /cost must be a number of at least 0/)
+    }
+    assert.throws(() => gate.register({ name: 'x', budget: { maxCalls: NaN }, handler: () => 1 }), /tool "x": maxCalls must be a finite number; got NaN/)
+    assert.throws(() => new ToolExecutor({ budget: { maxCost: Infinity } }), /ToolExecutor options: maxCost must be a finite number; got Infinity/)
+    assert.equal(gate.list().length, 0)
+  })
+
+  it('without a cost budget, a cost function is not run on arguments edited at approval, and cannot refuse them', async () => {
+    let priced = 0
+    const gate = new ToolExecutor({ approve: () => ({ decision: 'approve', arguments: { pages: 2 } }) })
+    gate.register({
+      name: 'print', needsApproval: true, parameters: { type: 'object', properties: { pages: { type: 'integer' } } },
+      cost: () => { priced += 1; throw new Error('no price for that') },
+      handler: ({ pages }) => `printed ${pages}`,
+    })
+    assertSuccess(await one(gate, 'print', { pages: 1 }), 'printed 2')
+    assert.equal(priced, 0)
+  })
+
+  it('a tool registered again under the same name starts with a closed breaker of its own', async () => {
+    const gate = new ToolExecutor()
+    const failing = scripted([false])
+    gate.register({ name: 'search', retry: false, handler: failing.handler, breaker: { minCalls: 2, openMs: 600_000 } })
+    await gate.execute([{ name: 'search' }, { name: 'search' }])
+    assertFailure(await one(gate, 'search'), 'unavailable')
+    gate.unregister('search')
+    gate.register({ name: 'search', handler: () => 'fresh', breaker: { minCalls: 2, openMs: 1_000 } })
+    assertSuccess(await one(gate, 'search'), 'fresh')
+  })
+})

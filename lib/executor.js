@@ -8,10 +8,11 @@ const observe = require('./observe.js')
 const { DEFINITION_FORMATS } = require('./formats.js')
 const { describeReturn, describeThrown, abortReasonText, bigintToString, textOf, reprOf } = require('./describe.js')
 const { argumentsOf, internalFailures, programmerError, policyJson, readResults, serializeCalls } = require('./wire.js')
-const { ENGINE_OPTIONS, LISTENER_OPTIONS, OBSERVER_OPTIONS, SPEC_FIELDS, TURN_OPTIONS, offAsOptions, pick, takeListeners, takeObservers } = require('./options.js')
+const { ENGINE_OPTIONS, LISTENER_OPTIONS, OBSERVER_OPTIONS, SPEC_FIELDS, TURN_OPTIONS, finiteNumbers, offAsOptions, pick, takeListeners, takeObservers } = require('./options.js')
 const { callHost, describeProblem, readApproval, judgeValue, callListener, warn } = require('./callbacks.js')
 const { toolSchema, validationResult } = require('./schemas.js')
 const { takeStore, runTickets } = require('./shared-store.js')
+const { readCommandSpec, jobToolSpecs } = require('./commands.js')
 const { setTimeout, clearTimeout, setInterval, clearInterval, setImmediate, queueMicrotask, now } = require('./timers.js')
 
 /** Records kept of handlers that were stopped but have not settled (`pendingHandlers()`, late settlements). */
@@ -29,6 +30,10 @@ const CHECK_TIMEOUT_MS = 10_000
 /** What a handler's promise resolves to when its call ended while a retry's validation was still running: the
  * handler never started. */
 const NEVER_STARTED = Symbol('never started')
+/** What a command tool's call resolves to when the engine reports its command ended (the engine holds the rest). */
+const COMMAND_ENDED = Symbol('command ended')
+/** How often `close()` and `job_kill` look whether the processes they stopped are gone. */
+const COMMAND_POLL_MS = 20
 /** What a clock a test moves (toolgate/testing's `manualClock()`) offers an executor under this key: `attach(driver)`
  * and its own `setTimeout`/`clearTimeout`. A global symbol: every copy of the package knows it. */
 const CLOCK = Symbol.for('toolgate.clock')
@@ -42,6 +47,25 @@ const ARTIFACT_PAGE_CHARS = 20_000
  * on a deadline is never collected; the engine's wake-up finds its executor here.
  */
 const live = new Map()
+
+/** Engines with command tools: their processes get SIGKILL when this process (or worker) exits. */
+const withCommands = new Set()
+let exitHooked = false
+
+function killCommandsAtExit(engine) {
+  withCommands.add(engine)
+  if (exitHooked) return
+  exitHooked = true
+  process.on('exit', () => {
+    for (const e of withCommands) {
+      try {
+        e.killCommands()
+      } catch {
+        // An engine that cannot answer holds no process to kill.
+      }
+    }
+  })
+}
 
 function wake(engineId) {
   const onWake = live.get(engineId)
@@ -67,6 +91,8 @@ class ToolExecutor {
   #outputValidations = new Map()
   /** For zod tools whose own validation is skipped: drops the keys zod would strip, by tool name. */
   #prunes = new Map()
+  /** Command tools' calls waiting on their processes, by run: resolved when the engine reports the end. */
+  #commandWaits = new Map()
   #checkTimeoutMs
   #turns = new Map()
   #runs = new Map()
@@ -118,7 +144,7 @@ class ToolExecutor {
     // Stage timings cost a little per call: results carry them when asked (`trace: true`, for timelines) or when
     // trace events or audit records are wanted.
     if (this.#observers?.onTrace || this.#observers?.auditSink || this.#observers?.onRecord) engineOptions.trace = true
-    const json = JSON.stringify(offAsOptions(engineOptions))
+    const json = JSON.stringify(offAsOptions(engineOptions), finiteNumbers('ToolExecutor options'))
     this.#engine = programmerError(() => new Engine(json, wake, clockHooks !== undefined))
     sweepArtifactsWhileAlive(this.#engine)
     if (clockHooks) this.#onClock(clockHooks)
@@ -161,6 +187,26 @@ class ToolExecutor {
 
   /** Registers a tool. Throws at once when the spec cannot work (bad name, schema that does not compile, duplicate). */
   register(spec) {
+    return this.#register(spec, undefined)
+  }
+
+  /**
+   * Registers a command tool: each call runs the process its `command(args)` names, spawned, read and stopped by
+   * the engine (see the README's "Command tools"). Throws at once when the spec cannot work, and on Windows.
+   */
+  registerCommand(spec) {
+    const { tool, limits, background, invocation } = readCommandSpec(spec, process.platform)
+    const handler = (args, ctx) => this.#runCommand(ctx, invocation(args, ctx))
+    this.#register({ ...tool, handler }, limits)
+    killCommandsAtExit(this.#engine)
+    if (background && !this.#handlers.has('job_status')) {
+      for (const jobTool of jobToolSpecs(this.#jobs())) this.register(jobTool)
+    }
+    return this
+  }
+
+  /** `command`: for a command tool, what the engine keeps of its process's limits. */
+  #register(spec, command) {
     if (spec === null || typeof spec !== 'object') throw new TypeError('register(spec): spec must be an object')
     if (typeof spec.handler !== 'function') {
       throw new TypeError(`register(spec): tool "${spec.name}" needs a handler function (args, ctx) => result`)
@@ -172,7 +218,7 @@ class ToolExecutor {
     if (check !== undefined && typeof check !== 'function') throw new TypeError(`tool "${spec.name}": check must be a function (args, ctx) => problem | undefined`)
     if (check) rest.check = true
     const cost = typeof rest.cost === 'function' ? rest.cost : undefined
-    if (rest.cost !== undefined && !cost && typeof rest.cost !== 'number') {
+    if (rest.cost !== undefined && !cost && !(Number.isFinite(rest.cost) && rest.cost >= 0)) {
       throw new TypeError(`tool "${spec.name}": cost must be a number of at least 0, or a function (args, ctx) => number`)
     }
     if (cost) rest.cost = 'host'
@@ -183,7 +229,8 @@ class ToolExecutor {
     if (output) fields.outputSchema = output.json
     if (parameters?.validate) Object.assign(fields, { schemaCheck: true, validationSchema: parameters.lenient })
     if (output?.validate) fields.outputCheck = true
-    programmerError(() => this.#engine.register(JSON.stringify(fields)))
+    if (command) fields.command = command
+    programmerError(() => this.#engine.register(JSON.stringify(fields, finiteNumbers(`tool "${spec.name}"`, ['parameters', 'outputSchema', 'validationSchema']))))
     this.#handlers.set(spec.name, handler)
     const kept = [
       [this.#judges, judge], [this.#checks, check], [this.#costs, cost], [this.#validations, parameters?.validate],
@@ -235,6 +282,36 @@ class ToolExecutor {
       handler: ({ path, pattern }, { context }) => engine.searchArtifact(path, pattern, policyJson(context)),
     })
     return this
+  }
+
+  /** The engine's job calls, for the job tools. */
+  #jobs() {
+    const engine = this.#engine
+    return {
+      status: (id) => engine.jobStatus(id),
+      output: (id, stream, offset, limit) => engine.jobOutput(id, stream, offset, limit),
+      kill: (id) => engine.killJob(id),
+      // Real time, whatever clock the executor runs on: processes end in real time.
+      ended: (id, signal) => new Promise((resolve) => {
+        const look = () => {
+          if (signal.aborted || JSON.parse(engine.jobStatus(id)).state !== 'running') return resolve()
+          setTimeout(look, COMMAND_POLL_MS)
+        }
+        look()
+      }),
+    }
+  }
+
+  /** A command tool's call: its invocation, once `command(args)` gave it, spawned by the engine; resolves when the
+   * engine reports the command ended. */
+  #runCommand(ctx, invocation) {
+    const call = ctx[CALL]
+    return invocation.then((json) => {
+      // Its call may have ended while `command(args)` ran: nothing is spawned for it.
+      if (this.#runs.get(call.run) !== call) return NEVER_STARTED
+      this.#engine.spawnCommand(call.run, json)
+      return new Promise((resolve) => this.#commandWaits.set(call.run, resolve))
+    })
   }
 
   unregister(name) {
@@ -335,6 +412,7 @@ class ToolExecutor {
     this.#sendSettled()
     const unstarted = [...this.#notStarted.keys()]
     this.#notStarted.clear()
+    this.#guard(() => this.#engine.closeCommands())
     this.#drive(() => this.#engine.cancelAll('the tool executor was closed', unstarted))
     if (this.#abandoned.size > 0 || this.#turns.size > 0) {
       await new Promise((resolve) => {
@@ -347,12 +425,18 @@ class ToolExecutor {
       this.#onIdle = null
     }
     await this.#storeAnswered(closeBy - now())
+    await this.#commandsGone(closeBy)
     this.#guard(() => this.#engine.removeArtifacts())
     this.#observers?.auditSink?.close()
     const stillRunning = this.pendingHandlers()
     // Handlers that never settle are the application's to find in `stillRunning`; the executor lets them go.
     this.#abandoned.clear()
     return { stillRunning }
+  }
+
+  /** Waits (until `by`, in real time) for the processes of commands and jobs `close()` stopped to be gone. */
+  async #commandsGone(by) {
+    while (this.#engine.commandsAlive > 0 && now() < by) await new Promise((resolve) => setTimeout(resolve, COMMAND_POLL_MS))
   }
 
   /** Waits (at most `timeoutMs`, in real time: the store's answers are real I/O) for the shared store's batches
@@ -511,6 +595,8 @@ class ToolExecutor {
       }
     }
     if (step.abort) for (const run of step.abort) this.#abort(run)
+    if (step.progress) for (const [run, line] of step.progress) this.#commandProgress(run, line)
+    if (step.commands) for (const run of step.commands) this.#commandEnded(run)
     if (step.start) for (const start of step.start) this.#start(start)
     if (step.done) for (const turnId of step.done) this.#finish(turnId)
   }
@@ -527,6 +613,7 @@ class ToolExecutor {
     } else if (kind === 'check') {
       pending = this.#checked(turn, index, toolName, callId, args).then((problem) => (problem === undefined ? {} : { problem }))
     } else if (kind === 'cost') {
+      if (turn !== undefined) (turn.priced ??= new Set()).add(index)
       pending = this.#costOf(turn, index, toolName, callId, args).then((cost) => ({ cost }))
     } else if (turn?.approve === undefined) {
       pending = Promise.resolve({ decision: 'deny', reason: 'no approval callback is set' })
@@ -535,11 +622,12 @@ class ToolExecutor {
       pending = callHost(() => turn.approve(request)).then(readApproval).then((answer) => {
         if (answer.arguments === undefined) return answer
         return this.#editsPass(turn, index, toolName, callId, answer.arguments).then((issues) => {
-          if (issues || !this.#costs.has(toolName)) return issues ? { ...answer, issues } : answer
+          // Priced again only when the model's arguments were (a cost budget applies to the call).
+          if (issues || !turn?.priced?.has(index)) return issues ? { ...answer, issues } : answer
           // What edited arguments cost replaces what the model's did (the engine keeps it only under a cost budget).
           return this.#costOf(turn, index, toolName, callId, answer.arguments).then(
             (cost) => ({ ...answer, cost }),
-            (err) => ({ ...answer, issues: [['', `its cost could not be computed (${describeProblem(err)})`]] }),
+            (err) => ({ ...answer, costError: describeProblem(err) }),
           )
         })
       })
@@ -622,6 +710,7 @@ class ToolExecutor {
     if (!this.#notStarted.delete(run)) return
     const turn = this.#turns.get(turnId)
     const call = new RunningCall(turn, callId, name, attempt, args, index)
+    call.run = run
     this.#runs.set(run, call)
     call.judge = this.#judges.get(name)
     const handler = this.#handlers.get(name)
@@ -642,12 +731,26 @@ class ToolExecutor {
     // Promise.resolve also absorbs thenables whose `then` throws; a plain value settles on the next microtask.
     Promise.resolve(returned).then(
       (value) => {
-        if (value === NEVER_STARTED) this.#neverStarted(run)
+        // A command whose call ended before it did (cancelled, the executor closed) was stopped: nothing settles.
+        if (value === NEVER_STARTED || (value === COMMAND_ENDED && !this.#runs.has(run))) this.#neverStarted(run)
+        else if (value === COMMAND_ENDED) this.#settle(run, value, describeCommand)
         else if (checkOutput && !isContent(value)) this.#settleChecked(run, value, checkOutput)
         else this.#settle(run, value, describeReturn)
       },
       (err) => this.#settle(run, err, describeThrown),
     )
+  }
+
+  #commandEnded(run) {
+    const resolve = this.#commandWaits.get(run)
+    this.#commandWaits.delete(run)
+    resolve?.(COMMAND_ENDED)
+  }
+
+  /** The latest line a running command wrote: progress, as a handler's `ctx.progress(info)` reports it. */
+  #commandProgress(run, line) {
+    const call = this.#runs.get(run)
+    if (call) this.#progress(run, call, { line })
   }
 
   /** A run the engine ended before its handler could start: nothing of it is left to wait for. */
@@ -918,6 +1021,8 @@ class RunningCall {
     this.toolName = toolName
     this.attempt = attempt
     this.args = args
+    /** The engine's id for this attempt. */
+    this.run = undefined
     /** The arguments as a late-settlement trace shows them, taken when the call is abandoned. */
     this.argsSnapshot = undefined
     this.startedAt = now()
@@ -1003,6 +1108,11 @@ function withinTime(promise, ms, timers) {
     timer?.unref?.()
   })
   return Promise.race([promise, late]).finally(() => timers.clearTimeout(timer))
+}
+
+/** A command's end: the engine holds what it wrote. */
+function describeCommand() {
+  return ['command', '']
 }
 
 /** Issues an output schema found, as the engine's settlement kind for them. */

@@ -79,4 +79,16 @@ function pick(source, keys, what) {
   return out
 }
 
-module.exports = { ENGINE_OPTIONS, LISTENER_OPTIONS, OBSERVER_OPTIONS, SPEC_FIELDS, TURN_OPTIONS, offAsOptions, pick, takeListeners, takeObservers }
+/** A JSON.stringify replacer for options: NaN and Infinity would cross as null, which reads as "not set" (a budget
+ * silently off), so they throw instead. The top-level keys in `skip` (schemas) are left to the schema compiler. */
+function finiteNumbers(what, skip = []) {
+  let root
+  return function (key, value) {
+    if (key === '') root = value
+    else if (this === root && skip.includes(key)) return value
+    if (typeof value === 'number' && !Number.isFinite(value)) throw new TypeError(`${what}: ${key} must be a finite number; got ${value}`)
+    return value
+  }
+}
+
+module.exports = { ENGINE_OPTIONS, LISTENER_OPTIONS, OBSERVER_OPTIONS, SPEC_FIELDS, TURN_OPTIONS, finiteNumbers, offAsOptions, pick, takeListeners, takeObservers }

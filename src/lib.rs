@@ -212,6 +212,57 @@ impl Engine {
         self.reply(&env, Step::default())
     }
 
+    /// Starts the command of a command tool's run, as its `command(args)` gave it (JSON: argv or shell, cwd, the
+    /// whole environment, stdin). Its end comes in a later step's `commands`.
+    #[napi(catch_unwind)]
+    pub fn spawn_command(&mut self, env: Env, run: u32, invocation_json: String) -> Result<()> {
+        let (wake, id) = (self.wake.clone(), self.id);
+        let waker: toolgate_core::command::Wake = Arc::new(move || {
+            lock(&wake).call(id, ThreadsafeFunctionCallMode::NonBlocking);
+        });
+        if let Some(task) = self.inner.spawn_command(run, &invocation_json, waker).map_err(fail)? {
+            napi::bindgen_prelude::spawn(task);
+        }
+        self.keep_alive(&env)
+    }
+
+    /// A background job's state, as JSON.
+    #[napi(catch_unwind)]
+    pub fn job_status(&self, id: u32) -> Result<String> {
+        Ok(self.inner.commands().job_status(id).map_err(fail)?.to_string())
+    }
+
+    /// A page of what a background job wrote to `stream` (`stdout` or `stderr`) from byte `offset`, as JSON.
+    #[napi(catch_unwind)]
+    pub fn job_output(&self, id: u32, stream: String, offset: f64, limit: u32) -> Result<String> {
+        let offset = if offset.is_finite() && offset > 0.0 { offset as u64 } else { 0 };
+        Ok(self.inner.commands().job_output(id, &stream, offset, limit as usize).map_err(fail)?.to_string())
+    }
+
+    /// Stops a background job (SIGTERM to its group, SIGKILL after the grace); false when it had ended already.
+    #[napi(catch_unwind)]
+    pub fn kill_job(&self, id: u32) -> Result<bool> {
+        self.inner.commands().kill_job(id).map_err(fail)
+    }
+
+    /// Stops every command and job, and starts no more (closing the executor).
+    #[napi(catch_unwind)]
+    pub fn close_commands(&self) {
+        self.inner.commands().close();
+    }
+
+    /// SIGKILL to every command's group at once: the process is exiting.
+    #[napi(catch_unwind)]
+    pub fn kill_commands(&self) {
+        self.inner.commands().kill_now();
+    }
+
+    /// Commands and background jobs whose processes may still run.
+    #[napi(getter, catch_unwind)]
+    pub fn commands_alive(&self) -> u32 {
+        self.inner.commands().alive() as u32
+    }
+
     /// Each value of a JSON array with secrets redacted and its size capped, as a trace shows arguments.
     #[napi(catch_unwind)]
     pub fn snapshots(&self, json_array: String) -> Result<String> {
@@ -336,7 +387,8 @@ impl Engine {
         self.inner.running() as u32
     }
 
-    /// Whether the engine holds Node's event loop open now: a deadline armed, or a value shaped on another thread.
+    /// Whether the engine holds Node's event loop open now: a deadline armed, a value shaped on another thread, or a
+    /// command running.
     #[napi(getter, catch_unwind)]
     pub fn holding(&self) -> bool {
         self.holding
@@ -351,7 +403,8 @@ impl Engine {
     /// nothing in Node's event loop); once none is, the engine must not keep Node alive.
     #[allow(deprecated)] // ref/unref of a tsfn: exactly napi_ref_threadsafe_function, which is what is meant
     fn keep_alive(&mut self, env: &Env) -> Result<()> {
-        let hold = (self.manual.is_none() && !self.inner.deadlines().is_empty()) || self.shaping > 0;
+        // A running command wakes the engine when it ends, on a manual clock too.
+        let hold = (self.manual.is_none() && !self.inner.deadlines().is_empty()) || self.shaping > 0 || self.inner.commands().running() > 0;
         if hold == self.holding {
             return Ok(());
         }

@@ -95,8 +95,9 @@ impl Phase {
 /// What the breaker let a call's attempt do.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Admission {
-    /// Closed: the attempt runs and its outcome counts in the window.
-    Counted,
+    /// Closed: the attempt runs and its outcome counts in the window of this closed phase (its generation, when
+    /// known here: a shared store's breaker keeps its own).
+    Counted(Option<u64>),
     /// Half-open: one of the trial attempts of this opening (its generation), whose outcome decides.
     Trial(u64),
     /// Open (or every trial taken): not run; the wait until it may be tried again.
@@ -192,7 +193,7 @@ impl BreakerState {
             changed = Some(self.enter(tool, Phase::HalfOpen));
         }
         let admission = match self.phase {
-            Phase::Closed => Admission::Counted,
+            Phase::Closed => Admission::Counted(Some(self.generation)),
             Phase::HalfOpen if self.admitted < config.half_open_calls => {
                 self.admitted += 1;
                 Admission::Trial(self.generation)
@@ -206,9 +207,11 @@ impl BreakerState {
     pub fn record(&mut self, tool: &str, config: &BreakerConfig, admission: Admission, outcome: Outcome, now_ms: u64) -> Option<Transition> {
         match admission {
             Admission::Refused(_) => None,
-            Admission::Counted => {
-                if self.phase != Phase::Closed || outcome == Outcome::Untested {
-                    return None; // an opening restarts the window: what ended since counts for nothing
+            Admission::Counted(generation) => {
+                if self.phase != Phase::Closed || generation.is_some_and(|g| g != self.generation) || outcome == Outcome::Untested {
+                    // An opening restarts the window: what was admitted before it counts for nothing, even once a
+                    // later closing has begun a new window.
+                    return None;
                 }
                 let slice = now_ms / config.slice_ms();
                 let cell = &mut self.slices[(slice % SLICES as u64) as usize];
@@ -300,8 +303,28 @@ mod tests {
     /// One attempt admitted and recorded at `at`; the change it caused.
     fn call(state: &mut BreakerState, outcome: Outcome, at: u64) -> Option<Transition> {
         let (admission, _) = state.admit("t", &config(), TRIAL, || at);
-        assert_eq!(admission, Admission::Counted);
+        assert!(matches!(admission, Admission::Counted(Some(_))));
         state.record("t", &config(), admission, outcome, at)
+    }
+
+    #[test]
+    fn attempts_admitted_before_an_opening_never_count_after_it_closes_again() {
+        let mut state = BreakerState::default();
+        let config = config();
+        let (stale, _) = state.admit("t", &config, TRIAL, || 0);
+        for at in 1..5 {
+            state.record("t", &config, Admission::Counted(Some(0)), Outcome::Failure, at);
+        }
+        assert_eq!(state.phase, Phase::Open);
+        let (trial, _) = state.admit("t", &config, TRIAL, || 2_000);
+        state.record("t", &config, trial, Outcome::Success, 2_001);
+        let (trial, _) = state.admit("t", &config, TRIAL, || 2_002);
+        state.record("t", &config, trial, Outcome::Success, 2_003);
+        assert_eq!(state.phase, Phase::Closed);
+        for at in 2_004..2_010 {
+            assert_eq!(state.record("t", &config, stale, Outcome::Failure, at), None, "a failure of the old window");
+        }
+        assert_eq!(state.phase, Phase::Closed);
     }
 
     #[test]

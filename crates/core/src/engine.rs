@@ -40,8 +40,10 @@ use crate::metrics::CallMetrics;
 use crate::panic::{self, contained};
 use crate::{checks, fence, invoke, json, lookup, parse, retry, shape, validate};
 
+mod commands;
 mod guards;
 mod remote;
+pub use commands::CommandTask;
 use remote::Shared;
 
 /// A handler to start: `[run, turn, callId, toolName, args, attempt]` on the wire.
@@ -100,6 +102,12 @@ pub struct Step {
     /// Circuit breakers that changed phase, in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub breaker: Vec<Transition>,
+    /// Runs whose commands ended: the host settles each that is still open with the outcome `command`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<u32>,
+    /// `[run, line]`: the latest line a running command wrote, at a bounded rate, for `onProgress`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub progress: Vec<(u32, String)>,
 }
 
 /// `[ticket, kind, turn, callId, toolName, args, rule, reason, index]` on the wire; kind is `validate`, `check` or
@@ -175,6 +183,9 @@ pub struct HostAnswer {
     error: Option<String>,
     #[serde(default)]
     cost: Option<f64>,
+    /// Why the tool's cost function failed on arguments edited at approval (it matters only under a cost budget).
+    #[serde(default)]
+    cost_error: Option<String>,
     /// Set by the engine when no answer came in time.
     #[serde(skip)]
     timed_out: Option<String>,
@@ -188,26 +199,32 @@ impl HostAnswer {
 
 impl Step {
     pub fn is_empty(&self) -> bool {
-        self.turn.is_none()
-            && self.start.is_empty()
-            && self.abort.is_empty()
-            && self.done.is_empty()
-            && self.host.is_empty()
-            && self.late.is_empty()
-            && self.store.is_empty()
-            && self.breaker.is_empty()
+        // Destructured in full so that a new field must be placed here and in `absorb`.
+        let Step { turn, start, abort, done, host, late, store, breaker, commands, progress } = self;
+        turn.is_none()
+            && start.is_empty()
+            && abort.is_empty()
+            && done.is_empty()
+            && host.is_empty()
+            && late.is_empty()
+            && store.is_empty()
+            && breaker.is_empty()
+            && commands.is_empty()
+            && progress.is_empty()
     }
 
-    /// Adds what another step asks for (the host answers several engine calls at once).
     pub fn absorb(&mut self, other: Step) {
-        self.turn = self.turn.or(other.turn);
-        self.start.extend(other.start);
-        self.abort.extend(other.abort);
-        self.done.extend(other.done);
-        self.host.extend(other.host);
-        self.late.extend(other.late);
-        self.store.extend(other.store);
-        self.breaker.extend(other.breaker);
+        let Step { turn, start, abort, done, host, late, store, breaker, commands, progress } = other;
+        self.turn = self.turn.or(turn);
+        self.start.extend(start);
+        self.abort.extend(abort);
+        self.done.extend(done);
+        self.host.extend(host);
+        self.late.extend(late);
+        self.store.extend(store);
+        self.breaker.extend(breaker);
+        self.commands.extend(commands);
+        self.progress.extend(progress);
     }
 
     /// The wire form: empty string when there is nothing to do, so the host can skip parsing.
@@ -480,6 +497,8 @@ pub struct Engine {
     breaker_views: FxHashMap<String, (Phase, Instant)>,
     /// Where a budget counter's key is written before the memory store looks it up.
     key: String,
+    /// The processes of command tools, and background jobs.
+    commands: Arc<crate::command::Hub>,
     next_turn: u32,
     next_run: u32,
 }
@@ -533,6 +552,7 @@ impl Engine {
             shared: options.store.clone().map(Shared::new),
             breaker_views: FxHashMap::default(),
             key: String::new(),
+            commands: Arc::default(),
             options,
             registry: Registry::default(),
             turns: FxHashMap::default(),
@@ -559,6 +579,11 @@ impl Engine {
     }
 
     pub fn unregister(&mut self, name: &str) -> bool {
+        // A tool registered again under this name starts with a closed breaker, under its own settings.
+        if self.store.peek_breaker(name).is_some() {
+            *self.store.breaker(name) = crate::breaker::BreakerState::default();
+        }
+        self.breaker_views.remove(name);
         self.registry.unregister(name)
     }
 
@@ -968,6 +993,15 @@ impl Engine {
                         // Edited arguments meet everything the model's did: the schema (and its own validation, which
                         // the host ran on them), the checks, the deny rules.
                         Some(edited) => match edited_problem(&tool, &edited, answer.issues.as_deref(), &turn.policy, &self.shaper) {
+                            // Priced only under a cost budget (the model's arguments were): there, no price, no call.
+                            None if slot.cost.is_some() && answer.cost_error.is_some() => {
+                                slot.marks.push(mark("approval", "edited_invalid"));
+                                let why = answer.cost_error.as_deref().unwrap_or_default();
+                                Some(refuse(
+                                    ErrorKind::HandlerError,
+                                    format!("The arguments as edited at approval were not run: their cost could not be computed ({why})."),
+                                ))
+                            }
                             None => {
                                 slot.marks.push(mark("approval", "edited"));
                                 turn.args.insert(index, edited);
@@ -1156,6 +1190,7 @@ impl Engine {
         let tickets = &self.tickets;
         step.host.extend(self.outbox.drain(..).filter(|r| tickets.contains_key(&r.ticket)));
         self.flush_store(now, step);
+        self.command_news(step);
     }
 
     /// Starts what the turn's schedule allows and reports the turn done when nothing is left open.
@@ -1292,9 +1327,10 @@ impl Engine {
         let slot = &mut turn.slots[index];
         let run = self.next_run;
         self.next_run = self.next_run.wrapping_add(1).max(1);
-        let total_at = after(now, Duration::from_millis(tool.timeout_ms));
+        let (total, idle_ms) = Self::run_limits(&tool);
+        let total_at = after(now, total);
         self.deadlines.arm(total_at, Alarm::Total(run));
-        let idle = tool.spec.idle_timeout_ms.map(|ms| (after(now, Duration::from_millis(ms)), ms));
+        let idle = idle_ms.map(|ms| (after(now, Duration::from_millis(ms)), ms));
         if let Some((at, _)) = idle {
             self.deadlines.arm(at, Alarm::Idle(run));
         }
@@ -1349,7 +1385,10 @@ impl Engine {
 
     /// A handler settled: normalize and shape, then retry or settle. A run that already timed out or was
     /// cancelled is a late settlement: nothing changes.
-    pub fn complete(&mut self, run: u32, outcome: Outcome, now: Instant) -> Step {
+    pub fn complete(&mut self, run: u32, mut outcome: Outcome, now: Instant) -> Step {
+        if outcome == Outcome::CommandEnded {
+            outcome = self.command_outcome(run).unwrap_or(outcome);
+        }
         if let Some(step) = self.overdue(run, matches!(outcome, Outcome::Thrown(_)), now) {
             return step;
         }

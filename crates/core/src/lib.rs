@@ -8,6 +8,7 @@ pub mod budget;
 pub mod cache;
 pub mod calls;
 pub mod checks;
+pub mod command;
 pub mod dedup;
 pub mod definitions;
 pub mod engine;

@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::json;
-use crate::result::{Binary, ErrorKind, Image, ToolResult, NO_OUTPUT};
+use crate::result::{Binary, CommandEnd, CommandOutput, ErrorKind, Image, ToolResult, NO_OUTPUT};
 use crate::retry;
 use crate::text;
 
@@ -28,6 +28,10 @@ pub enum Outcome {
     Binary(Vec<u8>),
     /// Its return value broke the tool's output schema, as the JS layer found: `[JSON pointer, message]` pairs.
     Mismatch(Vec<(String, String)>),
+    /// A command tool's process ended; the host says only that (`command`), the engine holds what it wrote.
+    CommandEnded,
+    /// A command tool's process ended, with what it wrote and how it ended.
+    Command(Box<CommandOutput>),
 }
 
 impl Outcome {
@@ -39,6 +43,7 @@ impl Outcome {
             "thrown" => Outcome::Thrown(payload),
             "unrepresentable" => Outcome::Unrepresentable(payload),
             // Read as leniently as everything else from JS: a library's message may quote half a surrogate pair.
+            "command" => Outcome::CommandEnded,
             "mismatch" => Outcome::Mismatch(json::from_str_mended(&payload).map(|(issues, _)| issues).map_err(|e| format!("a mismatch's issues: {e}"))?),
             other => return Err(format!("unknown outcome kind \"{other}\"")),
         })
@@ -118,6 +123,8 @@ pub fn normalize(call_id: String, name: String, outcome: Outcome) -> ToolResult 
             format!("Tool \"{name}\" returned a value that cannot be passed on as text or JSON: {why}."),
             false,
         ),
+        Outcome::Command(output) => from_command(call_id, name, *output),
+        Outcome::CommandEnded => handler_failure(call_id, name.clone(), format!("Tool \"{name}\" ended without a report of its command."), false),
         Outcome::Thrown(json) => {
             let thrown: Thrown = json::from_str_mended(&json).map_or_else(|_| Thrown { non_error: Some(json), ..Thrown::default() }, |(t, _)| t);
             let what = match (&thrown.non_error, &thrown.name, &thrown.message) {
@@ -140,6 +147,79 @@ pub fn normalize(call_id: String, name: String, outcome: Outcome) -> ToolResult 
             result
         }
     }
+}
+
+/// A command's end as the model reads it: `{stdout, stderr, exitCode}` when it exited, else what stopped it, that
+/// nothing of it runs on, and what it wrote before.
+fn from_command(call_id: String, name: String, output: CommandOutput) -> ToolResult {
+    let CommandOutput { stdout, stderr, report, fail_on_exit_code, timeout_retryable } = output;
+    let stopped = match (report.stopped_with, report.still_running) {
+        (_, true) => " Something it started is still running (it left the command's session, or ignored SIGKILL).".to_string(),
+        (Some(signal), false) => format!(" It was stopped with {signal}; no process of it is still running."),
+        (None, false) => String::new(),
+    };
+    let so_far = |what: &str| {
+        let mut text = String::new();
+        for (label, stream) in [("stdout", &stdout), ("stderr", &stderr)] {
+            if !stream.trim().is_empty() {
+                text.push_str(&format!("\n[{label} {what}]\n{}", stream.trim_end_matches(['\n', '\r'])));
+            }
+        }
+        text
+    };
+    let limit = report.limit_ms.unwrap_or(0);
+    let mut result = match report.ended_by {
+        CommandEnd::Exit | CommandEnd::Cancelled => {
+            let exit_code = report.exit_code.map(Value::from).or_else(|| report.signal.clone().map(Value::from));
+            let mut value = Map::new();
+            value.insert("stdout".into(), Value::String(stdout.clone()));
+            value.insert("stderr".into(), Value::String(stderr.clone()));
+            value.insert("exitCode".into(), exit_code.unwrap_or(Value::Null));
+            let failed = fail_on_exit_code && report.exit_code != Some(0);
+            if failed {
+                let how = match (&report.exit_code, &report.signal) {
+                    (Some(code), _) => format!("exited with code {code}"),
+                    (None, Some(signal)) => format!("was ended by {signal}"),
+                    (None, None) => "ended without an exit code".into(),
+                };
+                let mut result = handler_failure(call_id, name.clone(), format!("Tool \"{name}\" failed: its command {how}.{stopped}{}", so_far("output")), false);
+                result.metadata.exit_code = value.get("exitCode").cloned();
+                result.metadata.structured = Some(Value::Object(value));
+                result
+            } else {
+                let mut result = from_stdio(call_id, name, value);
+                if report.leftovers_stopped || report.still_running {
+                    result.output.push_str(&format!("\n[it exited leaving processes behind.{stopped}]"));
+                }
+                result
+            }
+        }
+        CommandEnd::Timeout => {
+            let error = format!("Tool \"{name}\" did not finish within its time limit of {limit} ms.{stopped}{}", so_far("before it was stopped"));
+            ToolResult::failure(call_id, name, ErrorKind::Timeout, error, timeout_retryable)
+        }
+        CommandEnd::IdleTimeout => {
+            let error = format!("Tool \"{name}\" wrote no output for {limit} ms (its idle limit).{stopped}{}", so_far("before it was stopped"));
+            ToolResult::failure(call_id, name, ErrorKind::IdleTimeout, error, timeout_retryable)
+        }
+        CommandEnd::Background => {
+            let id = report.job_id.unwrap_or(0);
+            let mut text = format!(
+                "The command is still running after {limit} ms, so it was moved to the background as job {id}. \
+                 Read what it writes with job_output {{\"jobId\": {id}}}, see whether it ended with job_status, stop it with job_kill."
+            );
+            text.push_str(&so_far("so far"));
+            let mut result = ToolResult::success(call_id, name, text);
+            result.metadata.structured = Some(serde_json::json!({ "status": "running", "jobId": id, "stdout": stdout, "stderr": stderr }));
+            result
+        }
+        CommandEnd::SpawnFailed => {
+            let why = report.spawn_error.clone().unwrap_or_default();
+            handler_failure(call_id, name.clone(), format!("Tool \"{name}\" failed: {why}."), false)
+        }
+    };
+    result.metadata.command = Some(report);
+    result
 }
 
 /// Bytes are described, never shown: their size and sniffed type (the shape station saves them).

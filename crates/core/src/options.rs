@@ -425,6 +425,9 @@ pub struct ToolSpec {
     /// What one call costs against cost budgets: a number, or `"host"` when the host computes it from the arguments.
     #[serde(default)]
     pub cost: Option<Value>,
+    /// A command tool: the engine spawns its process (the host says what to run for each call) and stops it.
+    #[serde(default)]
+    pub command: Option<crate::command::CommandLimits>,
 }
 
 impl ToolSpec {
@@ -436,6 +439,9 @@ impl ToolSpec {
         let named = |e: String| format!("tool \"{}\": {e}", spec.name);
         if let Some(n) = spec.max_output_chars {
             positive("maxOutputChars", n).map_err(named)?;
+        }
+        if let Some(limits) = &spec.command {
+            limits.check().map_err(named)?;
         }
         if let Some(t) = spec.idle_timeout_ms {
             positive("idleTimeoutMs", t as usize).map_err(named)?;

@@ -192,6 +192,9 @@ pub struct Metadata {
     /// The budget that refused the call, and how much of it was used.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetNote>,
+    /// How a command tool's process ended (see `CommandReport`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<CommandReport>,
     pub stages: Vec<StationMark>,
     /// Milliseconds since the Unix epoch when the call entered the pipeline.
     pub started_at: f64,
@@ -243,6 +246,72 @@ pub struct BudgetNote {
     /// When a window's budget starts over.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resets_in_ms: Option<u64>,
+}
+
+/// How a command tool's process ended, what stopped it, and whether anything of it is left.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandReport {
+    pub ended_by: CommandEnd,
+    /// The id of the process the tool started, which is also its process group's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// The exit code of the process the tool started, when it exited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The signal that ended it (`SIGTERM`, …), when one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+    /// The last signal the engine sent its process group to stop it (`SIGTERM`, then `SIGKILL` after the grace).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped_with: Option<&'static str>,
+    /// It exited leaving processes of its group running, and those were stopped.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub leftovers_stopped: bool,
+    /// Something it started still runs: a process that left its session, or one no signal could end. Never set
+    /// for a command whose processes all stayed in its group.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub still_running: bool,
+    /// The limit that ended it (`timeout` and `idle_timeout`), in ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit_ms: Option<u64>,
+    /// Moved to the background (`background`): the job that now holds it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<u32>,
+    pub duration_ms: f64,
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+    /// Where each stream was saved whole, when too much of it was written to keep in the result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stdout_artifact: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stderr_artifact: Option<String>,
+    /// Why it could not be started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spawn_error: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandEnd {
+    Exit,
+    Timeout,
+    IdleTimeout,
+    Cancelled,
+    Background,
+    SpawnFailed,
+}
+
+/// What a command tool's run gives the normalize station: the captured output, its report, and how the tool
+/// reads an exit code.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandOutput {
+    pub stdout: String,
+    pub stderr: String,
+    pub report: CommandReport,
+    pub fail_on_exit_code: bool,
+    /// A timeout may be tried again (the tool's retry policy on timeouts).
+    pub timeout_retryable: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -370,6 +439,7 @@ impl ToolResult {
             store,
             store_error,
             budget,
+            command,
             stages: _,
             started_at: _,
             queued_ms: _,
@@ -401,7 +471,7 @@ impl ToolResult {
             && store.is_none()
             && store_error.is_none()
             && budget.is_none()
-
+            && command.is_none()
     }
 }
 

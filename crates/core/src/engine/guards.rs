@@ -147,7 +147,7 @@ impl Engine {
             match self.breaker_views.get(name) {
                 Some((Phase::Open, until)) if now < *until => (Admission::Refused(until.saturating_duration_since(now)), Phase::Open, None),
                 Some((Phase::Open | Phase::HalfOpen, _)) => return Ok(Admitted::AskStore),
-                _ => (Admission::Counted, Phase::Closed, None),
+                _ => (Admission::Counted(None), Phase::Closed, None),
             }
         } else {
             let clock = self.store.clock();
@@ -179,7 +179,7 @@ impl Engine {
         let outcome = Outcome::of(result, ran);
         if self.shared.is_some() {
             // A counted attempt that says nothing needs no round trip; a trial's place goes back in any case.
-            if !(admission == Admission::Counted && outcome == Outcome::Untested) {
+            if !(matches!(admission, Admission::Counted(_)) && outcome == Outcome::Untested) {
                 let name = tool.spec.name.clone();
                 self.share_outcome(&name, &config, admission, outcome, now);
             }

@@ -303,7 +303,7 @@ impl Engine {
     /// How an attempt a shared breaker admitted ended, told to it; its answer updates the view.
     pub(super) fn share_outcome(&mut self, tool: &str, config: &BreakerConfig, admission: Admission, outcome: Outcome, now: Instant) {
         let (admission, generation) = match admission {
-            Admission::Counted => ("counted", 0),
+            Admission::Counted(_) => ("counted", 0),
             Admission::Trial(generation) => ("trial", generation),
             Admission::Refused(_) => return,
         };
@@ -360,7 +360,9 @@ impl Engine {
         }
         if let Some(tool) = &plan.breaker {
             let reply = replies.next().expect("a reply per operation");
-            if let (true, None, Some("trial"), Some(config)) = (unused.attempt, &reply.error, reply.admit.as_deref(), self.registry.get(tool).and_then(|t| t.breaker)) {
+            // A trial place a late answer gave goes back even when the call ran: it ran without it, and its outcome
+            // is not counted against it, so the place would stay taken until the breaker's key expired.
+            if let (None, Some("trial"), Some(config)) = (&reply.error, reply.admit.as_deref(), self.registry.get(tool).and_then(|t| t.breaker)) {
                 self.share_outcome(tool, &config, Admission::Trial(reply.generation.unwrap_or(0)), Outcome::Untested, Instant::now());
             }
         }
@@ -472,7 +474,7 @@ impl Engine {
             self.breaker_said(&name, reply, now, step);
             let phase = reply.phase.as_deref().and_then(Phase::parse).unwrap_or(Phase::Open);
             match (&reply.error, reply.admit.as_deref()) {
-                (None, Some("counted")) => slot.admission = Some(Admission::Counted),
+                (None, Some("counted")) => slot.admission = Some(Admission::Counted(None)),
                 (None, Some("trial")) => slot.admission = Some(Admission::Trial(reply.generation.unwrap_or(0))),
                 (None, _) if matches!(resumed, Resumed::Run) => {
                     let wait = seconds(reply.wait_ms.unwrap_or(0.0).max(0.0) / 1000.0).min(shared::MAX_WAIT);
