@@ -232,15 +232,17 @@ class ToolExecutor {
     if (command) fields.command = command
     programmerError(() => this.#engine.register(JSON.stringify(fields, finiteNumbers(`tool "${spec.name}"`, ['parameters', 'outputSchema', 'validationSchema']))))
     this.#handlers.set(spec.name, handler)
-    const kept = [
-      [this.#judges, judge], [this.#checks, check], [this.#costs, cost], [this.#validations, parameters?.validate],
-      [this.#outputValidations, output?.validate], [this.#prunes, parameters?.prune],
-    ]
-    for (const [map, fn] of kept) {
-      if (fn) map.set(spec.name, fn)
+    const kept = [judge, check, cost, parameters?.validate, output?.validate, parameters?.prune]
+    this.#perTool().forEach((map, i) => {
+      if (kept[i]) map.set(spec.name, kept[i])
       else map.delete(spec.name)
-    }
+    })
     return this
+  }
+
+  /** The functions kept per tool name besides its handler, in the order `#register` fills them. */
+  #perTool() {
+    return [this.#judges, this.#checks, this.#costs, this.#validations, this.#outputValidations, this.#prunes]
   }
 
   /**
@@ -291,14 +293,7 @@ class ToolExecutor {
       status: (id) => engine.jobStatus(id),
       output: (id, stream, offset, limit) => engine.jobOutput(id, stream, offset, limit),
       kill: (id) => engine.killJob(id),
-      // Real time, whatever clock the executor runs on: processes end in real time.
-      ended: (id, signal) => new Promise((resolve) => {
-        const look = () => {
-          if (signal.aborted || JSON.parse(engine.jobStatus(id)).state !== 'running') return resolve()
-          setTimeout(look, COMMAND_POLL_MS)
-        }
-        look()
-      }),
+      ended: (id, signal) => lookUntil(() => signal.aborted || JSON.parse(engine.jobStatus(id)).state !== 'running'),
     }
   }
 
@@ -316,7 +311,7 @@ class ToolExecutor {
 
   unregister(name) {
     this.#handlers.delete(name)
-    for (const map of [this.#judges, this.#checks, this.#validations, this.#outputValidations, this.#prunes]) map.delete(name)
+    for (const map of this.#perTool()) map.delete(name)
     return this.#engine.unregister(String(name))
   }
 
@@ -434,9 +429,11 @@ class ToolExecutor {
     return { stillRunning }
   }
 
-  /** Waits (until `by`, in real time) for the processes of commands and jobs `close()` stopped to be gone. */
+  /** Waits (until `by`) for the processes of commands and jobs `close()` stopped to be gone; once they are, the
+   * process's exit has nothing of this executor to kill. */
   async #commandsGone(by) {
-    while (this.#engine.commandsAlive > 0 && now() < by) await new Promise((resolve) => setTimeout(resolve, COMMAND_POLL_MS))
+    await lookUntil(() => this.#engine.commandsAlive === 0 || now() >= by)
+    if (this.#engine.commandsAlive === 0) withCommands.delete(this.#engine)
   }
 
   /** Waits (at most `timeoutMs`, in real time: the store's answers are real I/O) for the shared store's batches
@@ -1108,6 +1105,12 @@ function withinTime(promise, ms, timers) {
     timer?.unref?.()
   })
   return Promise.race([promise, late]).finally(() => timers.clearTimeout(timer))
+}
+
+/** Resolves once `done()` is true, looking every `COMMAND_POLL_MS` in real time, whatever clock the executor runs
+ * on: processes end in real time. */
+async function lookUntil(done) {
+  while (!done()) await new Promise((resolve) => setTimeout(resolve, COMMAND_POLL_MS))
 }
 
 /** A command's end: the engine holds what it wrote. */

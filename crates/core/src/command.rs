@@ -198,6 +198,27 @@ struct Job {
     end: Mutex<Option<(Instant, CommandReport)>>,
 }
 
+impl Job {
+    fn running(&self) -> bool {
+        lock(&self.end).is_none()
+    }
+
+    fn state(&self) -> &'static str {
+        if self.running() {
+            "running"
+        } else {
+            "ended"
+        }
+    }
+}
+
+impl HubState {
+    /// Every command that may have processes: those calls wait on, and the jobs.
+    fn controls(&self) -> impl Iterator<Item = &Arc<Control>> {
+        self.running.values().chain(self.jobs.values().map(|j| &j.control))
+    }
+}
+
 impl Hub {
     /// Runs whose commands ended, and progress lines, since the last look.
     pub fn take_news(&self) -> (Vec<u32>, Vec<(u32, String)>) {
@@ -218,11 +239,6 @@ impl Hub {
         }
     }
 
-    pub fn is_command(&self, run: u32) -> bool {
-        let state = lock(&self.state);
-        state.running.contains_key(&run) || state.finished.contains_key(&run)
-    }
-
     /// Commands calls wait on.
     pub fn running(&self) -> usize {
         lock(&self.state).running.len()
@@ -231,14 +247,14 @@ impl Hub {
     /// Commands whose processes may still run: those calls wait on, and running jobs.
     pub fn alive(&self) -> usize {
         let state = lock(&self.state);
-        state.running.len() + state.jobs.values().filter(|j| lock(&j.end).is_none()).count()
+        state.running.len() + state.jobs.values().filter(|j| j.running()).count()
     }
 
     /// Stops everything and takes no more work (the executor closes).
     pub fn close(&self) {
         let mut state = lock(&self.state);
         state.closed = true;
-        for control in state.running.values().chain(state.jobs.values().map(|j| &j.control)) {
+        for control in state.controls() {
             control.request_stop(CommandEnd::Cancelled);
         }
     }
@@ -246,7 +262,7 @@ impl Hub {
     /// SIGKILL to every group still known, at once (the process is exiting: nothing will wait for a grace).
     pub fn kill_now(&self) {
         let state = lock(&self.state);
-        for control in state.running.values().chain(state.jobs.values().map(|j| &j.control)) {
+        for control in state.controls() {
             let pgid = control.pgid.load(Ordering::Acquire);
             if pgid > 0 {
                 signal_group(pgid, Signal::Kill);
@@ -256,7 +272,7 @@ impl Hub {
 
     pub fn kill_job(&self, id: u32) -> Result<bool, String> {
         let job = self.job(id)?;
-        let running = lock(&job.end).is_none();
+        let running = job.running();
         if running {
             job.control.request_stop(CommandEnd::Cancelled);
         }
@@ -281,6 +297,7 @@ impl Hub {
             "jobId": job.id,
             "tool": job.tool,
             "command": job.command,
+            // From the end read above, so that the status never says both.
             "state": if end.is_some() { "ended" } else { "running" },
             "stdoutBytes": out,
             "stderrBytes": err,
@@ -316,11 +333,10 @@ impl Hub {
             };
             (capture.read(offset, limit), capture.total)
         };
-        let running = lock(&job.end).is_none();
         let mut answer = json!({
             "jobId": id,
             "stream": stream,
-            "state": if running { "running" } else { "ended" },
+            "state": job.state(),
             "from": page.from,
             "to": page.to,
             "totalBytes": total,

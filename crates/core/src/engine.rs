@@ -1190,7 +1190,7 @@ impl Engine {
         let tickets = &self.tickets;
         step.host.extend(self.outbox.drain(..).filter(|r| tickets.contains_key(&r.ticket)));
         self.flush_store(now, step);
-        self.command_news(step);
+        self.stop_abandoned_commands(step);
     }
 
     /// Starts what the turn's schedule allows and reports the turn done when nothing is left open.
@@ -1561,6 +1561,8 @@ impl Engine {
             }
         }
         self.drain(now, &mut step);
+        // A command's end and its lines come with the wake-up its task sends, so they are looked for only here.
+        self.command_news(&mut step);
         step
     }
 

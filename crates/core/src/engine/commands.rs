@@ -72,11 +72,15 @@ impl Engine {
         })))
     }
 
-    /// Commands that ended and the lines they wrote, for the host; commands of runs aborted in this step stop.
-    pub(super) fn command_news(&self, step: &mut Step) {
+    /// Commands of runs aborted in this step stop: their calls were answered without them.
+    pub(super) fn stop_abandoned_commands(&self, step: &Step) {
         for (run, _) in &step.abort {
             self.commands.abandon(*run);
         }
+    }
+
+    /// Commands that ended and the lines they wrote, for the host.
+    pub(super) fn command_news(&self, step: &mut Step) {
         let (ended, progress) = self.commands.take_news();
         step.commands.extend(ended);
         step.progress.extend(progress);
