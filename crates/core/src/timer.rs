@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
+/// The resolution of tokio's timer.
+const TICK: Duration = Duration::from_millis(1);
+
 struct State<K> {
     entries: BTreeSet<(Instant, K)>,
     /// When the sleeping watcher will look again by itself; arming a later deadline need not wake it.
@@ -128,9 +131,21 @@ impl<K: Key> Deadlines<K> {
                         changed.await;
                     }
                     Some(at) => {
-                        tokio::select! {
-                            _ = tokio::time::sleep_until(at.into()) => {}
-                            _ = changed => {}
+                        // tokio's timer ticks in whole milliseconds and rounds up, a tick late on average. The
+                        // watcher wakes a tick early, looks again (the deadline may be gone by then), and waits out
+                        // the rest in a precise thread sleep, off the runtime's workers.
+                        let early = at.checked_sub(TICK).unwrap_or(at);
+                        if early > Instant::now() {
+                            tokio::select! {
+                                _ = tokio::time::sleep_until(early.into()) => {}
+                                _ = changed => {}
+                            }
+                        } else {
+                            let rest = at.saturating_duration_since(Instant::now());
+                            tokio::select! {
+                                _ = tokio::task::spawn_blocking(move || std::thread::sleep(rest)) => {}
+                                _ = changed => {}
+                            }
                         }
                     }
                 }
