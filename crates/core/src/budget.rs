@@ -225,7 +225,7 @@ pub fn exceeded(call_id: String, tool: &str, line: &Limit, amount: f64, used: f6
     };
     let mut result = ToolResult::failure(call_id, tool.to_string(), ErrorKind::BudgetExceeded, error, false);
     result.retry_after_ms = resets_in.map(|d| d.as_millis().min(u128::from(u64::MAX)) as u64);
-    result.metadata.budget = Some(BudgetNote {
+    result.metadata.budget = Some(Box::new(BudgetNote {
         budget: line.kind.as_str(),
         source: line.source.as_str(),
         limit,
@@ -233,7 +233,7 @@ pub fn exceeded(call_id: String, tool: &str, line: &Limit, amount: f64, used: f6
         cost: (line.kind == Kind::Cost).then_some(amount),
         by: by.into_iter().collect::<BTreeMap<_, _>>(),
         resets_in_ms: result.retry_after_ms,
-    });
+    }));
     result
 }
 

@@ -270,7 +270,8 @@ struct Slot {
     attempts: u32,
     attempt_errors: Vec<AttemptError>,
     /// Waiting to retry until then; the failure stands if the retry never comes.
-    backoff: Option<(Instant, ToolResult)>,
+    /// Boxed, as every rarely set part of a slot: slots are moved whole while a turn begins.
+    backoff: Option<Box<(Instant, ToolResult)>>,
     /// Waiting until then for the rate-limit token it reserved, and the buckets it reserved from.
     rate_wait: Option<(Instant, Reserved)>,
     /// The flight this call runs: its cache key and flight id (identical calls wait on it).
@@ -304,7 +305,7 @@ struct Slot {
     admission: Option<Admission>,
     /// What the call costs, when the tool's cost function said.
     cost: Option<f64>,
-    result: Option<ToolResult>,
+    result: Option<Box<ToolResult>>,
 }
 
 /// Which of the budget limits a call is held to it added to (a bit per limit, in the order of `limits_of`), and
@@ -632,7 +633,7 @@ impl Engine {
                 let (mut slot, mut valid_args) = self.admit(&mut call, &policy);
                 if let (Some(_), Some((id, name)), Some(t)) = (&valid_args, &stopped_by, &slot.tool) {
                     slot.marks.push(mark("invoke", "not_executed"));
-                    slot.result = Some(invoke::not_executed(slot.id.clone(), &t.spec.name, &stopped_after(id, name)));
+                    slot.result = Some(Box::new(invoke::not_executed(slot.id.clone(), &t.spec.name, &stopped_after(id, name))));
                     valid_args = None;
                 } else if let (Some(args), Some(tool)) = (&valid_args, slot.tool.clone()) {
                     let runs = self.gate(None, turn_id, index, &mut slot, &tool, args, &policy, now)
@@ -647,7 +648,7 @@ impl Engine {
                 let mut slot = Slot::new(call.id.clone());
                 slot.marks.push(mark("lookup", "internal_error"));
                 let error = panic::internal_error("checking this call, so it was not run", &bug);
-                slot.result = Some(ToolResult::failure(call.id.clone(), call.name.clone(), ErrorKind::HandlerError, error, false));
+                slot.result = Some(Box::new(ToolResult::failure(call.id.clone(), call.name.clone(), ErrorKind::HandlerError, error, false)));
                 (slot, None)
             });
             let tool = slot.tool.clone();
@@ -724,7 +725,7 @@ impl Engine {
             if !found.is_empty() {
                 result.metadata.redactions = Some(found);
             }
-            slot.result = Some(result);
+            slot.result = Some(Box::new(result));
         };
         if let Some(why) = call.unreadable.take() {
             let error = format!("The tool call could not be read: {why}.");
@@ -841,7 +842,7 @@ impl Engine {
             Decision::Deny { kind, error, by } => {
                 slot.marks.push(mark("permission", kind.as_str()));
                 slot.permission = Some(("denied", by));
-                slot.result = Some(ToolResult::failure(slot.id.clone(), tool.spec.name.clone(), kind, error, false));
+                slot.result = Some(Box::new(ToolResult::failure(slot.id.clone(), tool.spec.name.clone(), kind, error, false)));
                 false
             }
             Decision::Ask { by, reason } => {
@@ -962,7 +963,7 @@ impl Engine {
                         let policy = turn.policy.clone();
                         let allowed = self.gate(Some(kind), turn_id, index, &mut slot, &tool, &args, &policy, now);
                         let waiting = slot.pending.is_some();
-                        let result = slot.result.take();
+                        let result = slot.result.take().map(|r| *r);
                         self.turns.get_mut(&turn_id).expect("a live turn").slots[index] = slot;
                         match (allowed, waiting) {
                             (true, false) => return self.proceed(turn_id, index, now, step),
@@ -1050,7 +1051,7 @@ impl Engine {
         let fields = turn.policy.fields.clone();
         let runs = self.avoid(turn_id, index, &mut slot, &tool, &args, &fields, now);
         let handed_out = slot.scheduled;
-        let answered = slot.result.take();
+        let answered = slot.result.take().map(|r| *r);
         self.turns.get_mut(&turn_id).expect("a live turn").slots[index] = slot;
         if let (false, Some(result)) = (runs, answered) {
             return self.settle_waiting(turn_id, index, result, now, step);
@@ -1093,7 +1094,7 @@ impl Engine {
             }
             let reused = (earlier > 0 && mode == Mode::Reuse).then(|| self.store.get(&reuse_key(session, &key), now)).flatten();
             if let Some(result) = self.repeated(slot, tool, session, &key, earlier, reused.as_deref(), fields) {
-                slot.result = Some(result);
+                slot.result = Some(Box::new(result));
                 return false;
             }
         }
@@ -1103,7 +1104,7 @@ impl Engine {
         match self.store.get(&key, now) {
             Some(text) => {
                 if let Some(result) = self.cache_hit(slot, name, &text, fields) {
-                    slot.result = Some(result);
+                    slot.result = Some(Box::new(result));
                     return false;
                 }
             }
@@ -1609,7 +1610,7 @@ impl Engine {
                     retry_in_ms: millis(wait),
                 });
                 slot.marks.push(mark("retry", "scheduled"));
-                slot.backoff = Some((at, result));
+                slot.backoff = Some(Box::new((at, result)));
                 slot.run = None;
                 self.renew_lease(turn_id, index, wait, now);
                 // The call keeps its place under the tool's maxConcurrency while it waits to retry.
@@ -1713,7 +1714,8 @@ impl Engine {
                 self.deadlines.disarm(at, Alarm::Poll(turn_id, index));
                 places.push(name);
                 unstarted_waits.push(index);
-            } else if let Some((at, failure)) = slot.backoff.take() {
+            } else if let Some(waiting) = slot.backoff.take() {
+                let (at, failure) = *waiting;
                 // Waiting to retry: the last failure stands, so it is no longer one of the attempts before the last.
                 self.deadlines.disarm(at, Alarm::Retry(turn_id, index));
                 slot.attempt_errors.pop();
@@ -1867,7 +1869,7 @@ impl Engine {
             "call settled"
         );
         tally(&mut self.metrics, &mut self.unknown_tool_metrics, &result, true);
-        slot.result = Some(result);
+        slot.result = Some(Box::new(result));
         turn.args.remove(&index);
         turn.open -= 1;
         if let Some(why) = why {
@@ -2042,7 +2044,7 @@ impl Engine {
         }
         let turn = self.turns.remove(&turn_id).expect("checked above");
         self.held_back.remove(&turn_id);
-        Ok(turn.slots.into_iter().map(|s| s.result.expect("a finished turn has every result")).collect())
+        Ok(turn.slots.into_iter().map(|s| *s.result.expect("a finished turn has every result")).collect())
     }
 
     /// How many handlers are running across all turns.

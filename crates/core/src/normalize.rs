@@ -218,7 +218,7 @@ fn from_command(call_id: String, name: String, output: CommandOutput) -> ToolRes
             handler_failure(call_id, name.clone(), format!("Tool \"{name}\" failed: {why}."), false)
         }
     };
-    result.metadata.command = Some(report);
+    result.metadata.command = Some(Box::new(report));
     result
 }
 

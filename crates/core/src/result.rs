@@ -191,10 +191,10 @@ pub struct Metadata {
     pub store_error: Option<String>,
     /// The budget that refused the call, and how much of it was used.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub budget: Option<BudgetNote>,
+    pub budget: Option<Box<BudgetNote>>,
     /// How a command tool's process ended (see `CommandReport`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub command: Option<CommandReport>,
+    pub command: Option<Box<CommandReport>>,
     pub stages: Vec<StationMark>,
     /// Milliseconds since the Unix epoch when the call entered the pipeline.
     pub started_at: f64,
