@@ -34,6 +34,9 @@ pub struct IncomingCall {
 pub const UNSERIALIZABLE_KEY: &str = "__toolgateUnserializable";
 
 pub fn read_calls(json: &str) -> Result<Vec<IncomingCall>, String> {
+    if let Some(calls) = read_objects(json) {
+        return Ok(calls);
+    }
     let items: Vec<&RawValue> = serde_json::from_str(json).map_err(|e| match serde_json::from_str::<Value>(json) {
         Ok(_) => "calls must be an array of tool calls".to_string(),
         Err(_) => format!("calls must be a JSON array: {e}"),
@@ -112,9 +115,39 @@ fn read_call(item: &RawValue) -> IncomingCall {
     }
 }
 
+/// Calls that are all objects, read in one pass over the text; None when any is not (or has half a surrogate pair
+/// in a field's name), for `read_calls` to read them one at a time and say what is wrong with which.
+fn read_objects(json: &str) -> Option<Vec<IncomingCall>> {
+    let calls: Vec<ObjectCall> = serde_json::from_str(json).ok()?;
+    let read = calls.into_iter().map(|call| with_nest(call.0)).collect::<Result<Vec<_>, _>>().ok()?;
+    Some(read.into_iter().map(from_wire).collect())
+}
+
+/// A call's fields, read only from an object (serde would read a struct from an array too, by position).
+struct ObjectCall<'a>(WireCall<'a>);
+
+impl<'de> Deserialize<'de> for ObjectCall<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = WireCall<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a tool call object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                WireCall::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(Fields).map(ObjectCall)
+    }
+}
+
 /// A call's own fields and those of the first object that nests them (`function`, `functionCall`, `toolUse`).
 fn wire_call(text: &str) -> Result<(WireCall<'_>, WireCall<'_>), serde_json::Error> {
-    let call: WireCall = serde_json::from_str(text)?;
+    with_nest(serde_json::from_str(text)?)
+}
+
+fn with_nest(call: WireCall<'_>) -> Result<(WireCall<'_>, WireCall<'_>), serde_json::Error> {
     let nest = [call.function, call.function_call, call.tool_use].into_iter().flatten().find(|f| f.get().starts_with('{'));
     let nested = match nest {
         Some(f) => serde_json::from_str(f.get())?,
@@ -207,6 +240,31 @@ mod tests {
 
     fn one(json: &str) -> IncomingCall {
         read_calls(&format!("[{json}]")).unwrap().remove(0)
+    }
+
+    #[test]
+    fn calls_that_are_all_objects_read_in_one_pass_as_one_at_a_time() {
+        let shapes = [
+            r#"{"type":"function_call","call_id":"c1","name":"search","arguments":"{\"q\":\"\\ud83d\"}"}"#,
+            r#"{"id":"call_2","type":"function","function":{"name":"search","arguments":""}}"#,
+            r#"{"functionCall":{"id":"fc_7","name":"search","args":{"q":"x"}},"thoughtSignature":"c2ln"}"#,
+            r#"{"name":"search","arguments":{"q":"\ud83d"},"_meta":{"progressToken":"p-1"}}"#,
+            r#"{"__toolgateUnserializable":"a BigInt","call_id":"c9","name":"s"}"#,
+            r#"{"stray":true}"#,
+        ];
+        let json = format!("[{}]", shapes.join(","));
+        // A call with no id is given a random one: those are compared apart.
+        let made_ids = |calls: Vec<IncomingCall>| -> Vec<IncomingCall> {
+            calls.into_iter().map(|c| IncomingCall { id: if c.id.starts_with("call_") { String::new() } else { c.id.clone() }, ..c }).collect()
+        };
+        let fast = read_objects(&json).expect("every call is an object");
+        let items: Vec<&RawValue> = serde_json::from_str(&json).unwrap();
+        let slow: Vec<IncomingCall> = items.into_iter().map(read_call).collect();
+        assert_eq!(made_ids(fast.clone()), made_ids(slow));
+        assert_eq!(fast[3].lone_surrogates, 1);
+        for mixed in [r#"[{"name":"a"},[1]]"#, r#"[{"name":"a"},"x"]"#, r#"[{"na\udc00me":"a"}]"#, r#"[{"name":"a","name":"b"}]"#] {
+            assert!(read_objects(mixed).is_none(), "{mixed}: read one at a time");
+        }
     }
 
     #[test]
