@@ -851,15 +851,21 @@ class ToolExecutor {
       kinds.splice(i, 1)
       payloads.splice(i, 1)
     }
-    if (runs.length > 0) this.#drive(() => this.#engine.complete(runs, kinds, payloads))
-    for (const run of runs) this.#crossed(run)
+    if (runs.length === 0) return
+    this.#drive(() => this.#engine.complete(runs, kinds, payloads))
+    for (const run of runs) this.#released(run)
+    this.#releaseIfIdle()
   }
 
   /** A settlement has crossed: the executor is done with its call. */
   #crossed(run) {
+    this.#released(run)
+    this.#releaseIfIdle()
+  }
+
+  #released(run) {
     this.#crossing.get(run)?.release()
     this.#crossing.delete(run)
-    this.#releaseIfIdle()
   }
 
   /** A large string crosses a slice per turn of the event loop; no slice ends inside a surrogate pair. */
