@@ -258,6 +258,7 @@ pub enum Alarm {
     Poll(u32, usize),
 }
 
+/// Held boxed: a slot is moved whole (out of its turn and back) while the call is admitted and gated.
 struct Slot {
     id: String,
     tool: Option<Arc<Tool>>,
@@ -332,8 +333,8 @@ struct Deferred {
 }
 
 impl Slot {
-    fn new(id: String) -> Self {
-        Slot {
+    fn new(id: String) -> Box<Self> {
+        Box::new(Slot {
             id,
             tool: None,
             marks: Vec::with_capacity(8),
@@ -361,7 +362,7 @@ impl Slot {
             admission: None,
             cost: None,
             result: None,
-        }
+        })
     }
 }
 
@@ -388,7 +389,7 @@ impl DedupMark {
 }
 
 struct Turn {
-    slots: Vec<Slot>,
+    slots: Vec<Box<Slot>>,
     /// Validated arguments of calls that will run (kept for their retries).
     args: FxHashMap<usize, Value>,
     schedule: Schedule,
@@ -708,7 +709,7 @@ impl Engine {
 
     /// Stations 1–5 for one call: lookup, parse, validate, permission. Returns the slot, and the validated
     /// arguments when the call may run (otherwise the slot already holds its result).
-    fn admit(&self, call: &mut IncomingCall, policy: &Policy) -> (Slot, Option<Value>) {
+    fn admit(&self, call: &mut IncomingCall, policy: &Policy) -> (Box<Slot>, Option<Value>) {
         #[cfg(test)]
         if call.name == tests::PANICS {
             panic!("a bug on purpose");
@@ -926,7 +927,7 @@ impl Engine {
         let tool = slot.tool.clone().expect("a call waiting on the host has a tool");
         let name = tool.spec.name.clone();
         let id = slot.id.clone();
-        let refuse = |kind: ErrorKind, error: String| ToolResult::failure(id.clone(), name.clone(), kind, error, false);
+        let refuse = |kind: ErrorKind, error: String| Box::new(ToolResult::failure(id.clone(), name.clone(), kind, error, false));
         let refused = match kind {
             HostKind::Validate | HostKind::Check | HostKind::Cost => {
                 let redact = |text: &str| self.shaper.redact_text(text);
@@ -963,7 +964,7 @@ impl Engine {
                         let policy = turn.policy.clone();
                         let allowed = self.gate(Some(kind), turn_id, index, &mut slot, &tool, &args, &policy, now);
                         let waiting = slot.pending.is_some();
-                        let result = slot.result.take().map(|r| *r);
+                        let result = slot.result.take();
                         self.turns.get_mut(&turn_id).expect("a live turn").slots[index] = slot;
                         match (allowed, waiting) {
                             (true, false) => return self.proceed(turn_id, index, now, step),
@@ -1051,7 +1052,7 @@ impl Engine {
         let fields = turn.policy.fields.clone();
         let runs = self.avoid(turn_id, index, &mut slot, &tool, &args, &fields, now);
         let handed_out = slot.scheduled;
-        let answered = slot.result.take().map(|r| *r);
+        let answered = slot.result.take();
         self.turns.get_mut(&turn_id).expect("a live turn").slots[index] = slot;
         if let (false, Some(result)) = (runs, answered) {
             return self.settle_waiting(turn_id, index, result, now, step);
@@ -1063,7 +1064,7 @@ impl Engine {
     }
 
     /// A call answered while it waited on the host: out of its schedule (or its place freed), then settled.
-    fn settle_waiting(&mut self, turn_id: u32, index: usize, result: ToolResult, now: Instant, step: &mut Step) {
+    fn settle_waiting(&mut self, turn_id: u32, index: usize, result: Box<ToolResult>, now: Instant, step: &mut Step) {
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
         let slot = &turn.slots[index];
         if slot.scheduled {
@@ -1255,7 +1256,7 @@ impl Engine {
                 slot.marks.push(mark("cache", "hit"));
                 let turn = self.turns.get(&turn_id).expect("a live turn");
                 self.hand_over(&result, &turn.policy.fields);
-                self.settle(turn_id, index, result, now, step);
+                self.settle(turn_id, index, Box::new(result), now, step);
                 return;
             }
             let role = self.join_or_lead(key, &name, turn_id, index);
@@ -1277,14 +1278,14 @@ impl Engine {
         let spends = if first {
             match self.spend_budgets(turn_id, index, now) {
                 Ok(spends) => spends,
-                Err(refused) => return self.settle(turn_id, index, *refused, now, step),
+                Err(refused) => return self.settle(turn_id, index, refused, now, step),
             }
         } else {
             Vec::new()
         };
         let ask_breaker = match self.admit_attempt(turn_id, index, now, step) {
             Ok(admitted) => matches!(admitted, guards::Admitted::AskStore),
-            Err(refused) => return self.settle(turn_id, index, *refused, now, step),
+            Err(refused) => return self.settle(turn_id, index, refused, now, step),
         };
         if self.shared.is_some() {
             return self.ask_tokens(turn_id, index, spends, ask_breaker, now, step);
@@ -1294,7 +1295,7 @@ impl Engine {
             Ok(Some((at, reserved))) => self.wait_for_token(turn_id, index, at, reserved),
             Err(refused) => {
                 self.turns.get_mut(&turn_id).expect("a live turn").slots[index].marks.push(mark("rate_limit", "refused"));
-                self.settle(turn_id, index, *refused, now, step);
+                self.settle(turn_id, index, refused, now, step);
             }
         }
     }
@@ -1586,11 +1587,11 @@ impl Engine {
         let kind = result.error_kind.expect("a timeout is a failure");
         slot.marks.push(mark("invoke", kind.as_str()));
         step.abort.push((run, kind));
-        self.attempt_ended(r.turn, r.index, result, now, step);
+        self.attempt_ended(r.turn, r.index, Box::new(result), now, step);
     }
 
     /// One attempt failed or succeeded: retry it after a backoff when the retry station allows, else settle.
-    fn attempt_ended(&mut self, turn_id: u32, index: usize, result: ToolResult, now: Instant, step: &mut Step) {
+    fn attempt_ended(&mut self, turn_id: u32, index: usize, result: Box<ToolResult>, now: Instant, step: &mut Step) {
         self.attempt_outcome(turn_id, index, &result, true, now, step);
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
         let deadline = turn.deadline;
@@ -1610,7 +1611,7 @@ impl Engine {
                     retry_in_ms: millis(wait),
                 });
                 slot.marks.push(mark("retry", "scheduled"));
-                slot.backoff = Some(Box::new((at, result)));
+                slot.backoff = Some(Box::new((at, *result)));
                 slot.run = None;
                 self.renew_lease(turn_id, index, wait, now);
                 // The call keeps its place under the tool's maxConcurrency while it waits to retry.
@@ -1771,12 +1772,12 @@ impl Engine {
             answers.push((index, result));
         }
         for (index, result) in answers {
-            self.settle(turn_id, index, result, now, step);
+            self.settle(turn_id, index, Box::new(result), now, step);
         }
     }
 
     /// A call's final result. Its flight (if it ran one) is handed on, its turn is marked to advance.
-    fn settle(&mut self, turn_id: u32, index: usize, mut result: ToolResult, now: Instant, step: &mut Step) {
+    fn settle(&mut self, turn_id: u32, index: usize, mut result: Box<ToolResult>, now: Instant, step: &mut Step) {
         // An attempt the breaker let through that ends here never reached its handler (or was stopped with its turn).
         self.attempt_outcome(turn_id, index, &result, false, now, step);
         if self.turns.get(&turn_id).is_some_and(|t| t.slots[index].attempts == 0) {
@@ -1869,7 +1870,7 @@ impl Engine {
             "call settled"
         );
         tally(&mut self.metrics, &mut self.unknown_tool_metrics, &result, true);
-        slot.result = Some(Box::new(result));
+        slot.result = Some(result);
         turn.args.remove(&index);
         turn.open -= 1;
         if let Some(why) = why {
@@ -1884,7 +1885,7 @@ impl Engine {
                 let name = slot.tool.as_ref().map_or(String::new(), |t| t.spec.name.clone());
                 slot.marks.push(mark("invoke", "not_executed"));
                 let result = invoke::not_executed(slot.id.clone(), &name, &why);
-                self.settle(turn_id, skipped, result, now, step);
+                self.settle(turn_id, skipped, Box::new(result), now, step);
             }
         }
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
@@ -1951,7 +1952,7 @@ impl Engine {
                 }
                 let turn = self.turns.get(&t).expect("a waiter's turn is live");
                 self.hand_over(&copy, &turn.policy.fields);
-                self.settle(t, i, copy, now, step);
+                self.settle(t, i, Box::new(copy), now, step);
             }
         } else if let Some(pos) = waiters.iter().position(|&w| handed_out(self, w) && self.turns[&w.0].slots[w.1].pending.is_none()) {
             // (One still waiting on its own ticket, its count, goes on waiting: it looks for the flight once answered.)
@@ -2032,11 +2033,16 @@ impl Engine {
 
     /// The turn's results in input order, as JSON; the turn is forgotten.
     pub fn finish(&mut self, turn_id: u32) -> Result<Vec<String>, String> {
-        let results = self.take_results(turn_id)?;
+        let results = self.take_boxed(turn_id)?;
         Ok(crate::result::results_to_wire(results, &mut self.stage_table))
     }
 
     pub fn take_results(&mut self, turn_id: u32) -> Result<Vec<ToolResult>, String> {
+        Ok(self.take_boxed(turn_id)?.into_iter().map(|r| *r).collect())
+    }
+
+    /// The finished turn's results as its slots hold them: a result is large, and unboxing copies it.
+    fn take_boxed(&mut self, turn_id: u32) -> Result<Vec<Box<ToolResult>>, String> {
         match self.turns.get(&turn_id) {
             None => return Err(format!("no turn {turn_id}")),
             Some(turn) if turn.open > 0 => return Err(format!("turn {turn_id} still has {} open calls", turn.open)),
@@ -2044,7 +2050,7 @@ impl Engine {
         }
         let turn = self.turns.remove(&turn_id).expect("checked above");
         self.held_back.remove(&turn_id);
-        Ok(turn.slots.into_iter().map(|s| *s.result.expect("a finished turn has every result")).collect())
+        Ok(turn.slots.into_iter().map(|s| s.result.expect("a finished turn has every result")).collect())
     }
 
     /// How many handlers are running across all turns.
@@ -2079,7 +2085,7 @@ pub struct Shaping {
 pub struct Shaped {
     turn: u32,
     index: usize,
-    result: ToolResult,
+    result: Box<ToolResult>,
     marks: Vec<StationMark>,
 }
 
@@ -2090,7 +2096,7 @@ impl Shaping {
         let (turn, index, call_id, tool) = (self.turn, self.index, self.call_id.clone(), self.tool.clone());
         contained(|| self.shape()).unwrap_or_else(|bug| {
             let error = panic::internal_error("reading what the tool returned (it ran; its result is lost)", &bug);
-            let result = ToolResult::failure(call_id, tool.spec.name.clone(), ErrorKind::HandlerError, error, false);
+            let result = Box::new(ToolResult::failure(call_id, tool.spec.name.clone(), ErrorKind::HandlerError, error, false));
             Shaped { turn, index, result, marks: vec![mark("invoke", "returned"), mark("normalize", "internal_error")] }
         })
     }
@@ -2120,10 +2126,11 @@ impl Shaping {
             Outcome::Nothing => Some(Some(Value::Null)),
             _ => None,
         };
-        let mut result = match &bytes {
+        // Boxed once here: the result passes through several stations by value before its slot holds it.
+        let mut result = Box::new(match &bytes {
             Some(bytes) => normalize::binary(self.call_id.clone(), name, bytes),
             None => normalize(self.call_id.clone(), name, self.outcome),
-        };
+        });
         // A return value that breaks the tool's outputSchema is the tool's fault: a handler error, never retried.
         let value = match checked.filter(|_| result.success && self.tool.output_validator.is_some()) {
             Some(None) => result.metadata.structured.clone().filter(|_| result.metadata.images.is_empty()),
@@ -2132,7 +2139,7 @@ impl Shaping {
         };
         if let Some(value) = value {
             if let Err(error) = validate::output(&self.tool, &value, &redact) {
-                result = ToolResult::failure(self.call_id.clone(), self.tool.spec.name.clone(), ErrorKind::HandlerError, error, false);
+                *result = ToolResult::failure(self.call_id.clone(), self.tool.spec.name.clone(), ErrorKind::HandlerError, error, false);
             }
         }
         let (invoked, normalized) = match (result.success, result.metadata.structured.is_some()) {

@@ -1,5 +1,6 @@
 //! The contract every call ends in: one `ToolResult`, whatever happened.
 
+use std::borrow::BorrowMut;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -528,11 +529,12 @@ impl StageTable {
 /// (absent values as null; stages as an id in the table, or in full), because V8 parses arrays of values several
 /// times faster than objects with keys, and its output crosses as a string of its own, neither escaped into JSON nor
 /// scanned out of it. Any other result is its whole object.
-pub fn results_to_wire(results: Vec<ToolResult>, table: &mut StageTable) -> Vec<String> {
+pub fn results_to_wire<R: BorrowMut<ToolResult>>(results: Vec<R>, table: &mut StageTable) -> Vec<String> {
     let mut rows = Vec::with_capacity(results.len() * 128);
     let mut fresh: Vec<Vec<StationMark>> = Vec::new();
     let mut wire = vec![String::new()];
     for mut r in results {
+        let r = r.borrow_mut();
         rows.push(b',');
         if !r.is_plain() {
             serde_json::to_writer(&mut rows, &r).expect("a result serializes");

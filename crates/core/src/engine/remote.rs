@@ -526,7 +526,7 @@ impl Engine {
         let joined = slot.joined.clone();
         self.turns.get_mut(&turn_id).expect("a live turn").slots[index] = slot;
         match resumed {
-            Resumed::Answered(result) => self.settle_waiting(turn_id, index, *result, now, step),
+            Resumed::Answered(result) => self.settle_waiting(turn_id, index, result, now, step),
             Resumed::Run if joined.is_some() => {
                 let (key, flight) = joined.expect("joined");
                 // Joined an identical call of this process: it keeps waiting for it in its place, or, when that
@@ -585,7 +585,7 @@ impl Engine {
             slot.polling = None;
             slot.marks.push(mark("cache", "waited_too_long"));
             let result = shared::waited_too_long(slot.id.clone(), &tool.spec.name, limit_ms);
-            return self.settle_waiting(turn_id, index, result, now, step);
+            return self.settle_waiting(turn_id, index, Box::new(result), now, step);
         }
         let Some((key, flight)) = fills else { return };
         self.look_again(turn_id, index, key, flight, now);
@@ -675,7 +675,7 @@ impl Engine {
             (Some(e), _) if on_error.sessions == Fail::Closed => {
                 slot.store_error = Some(e.clone());
                 let result = shared::unavailable(slot.id.clone(), &tool.spec.name, "session", e);
-                self.settle_waiting(turn_id, index, result, now, step);
+                self.settle_waiting(turn_id, index, Box::new(result), now, step);
             }
             (error, _) => {
                 slot.store_error = error.clone();
