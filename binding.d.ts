@@ -26,10 +26,12 @@ export declare class Engine {
    */
   begin(callsJson: string, policyJson: string, turnJson: string, cancelled?: string | undefined | null): string
   /**
-   * Handlers that settled since the last call: run `runs[i]` with an outcome of kind `kinds[i]` carrying
-   * `payloads[i]`. The host sends what settles in one turn of its event loop together: one crossing, one step.
+   * Handlers that settled since the last call, packed so that they cross in two values rather than three per
+   * settlement: `heads` holds, for each, its run, the length of its kind and the length of its payload (in
+   * UTF-16 units, as JS counts them), and `text` is every kind followed by its payload, in order. The host sends
+   * what settles in one turn of its event loop together: one crossing, one step.
    */
-  complete(runs: Array<number>, kinds: Array<string>, payloads: Array<string>): string
+  complete(heads: Uint32Array, text: string): string
   /**
    * A settlement that crosses as bytes: binary data, or large text or JSON as UTF-8. `more`: a slice, with more
    * to come (the host encodes a large string a slice per turn of its event loop, so that encoding never stalls

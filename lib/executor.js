@@ -852,7 +852,16 @@ class ToolExecutor {
       payloads.splice(i, 1)
     }
     if (runs.length === 0) return
-    this.#drive(() => this.#engine.complete(runs, kinds, payloads))
+    // Packed (see the engine's `complete`): two values cross, not three per settlement.
+    const heads = new Uint32Array(runs.length * 3)
+    let text = ''
+    for (let i = 0; i < runs.length; i++) {
+      heads[3 * i] = runs[i]
+      heads[3 * i + 1] = kinds[i].length
+      heads[3 * i + 2] = payloads[i].length
+      text += kinds[i] + payloads[i]
+    }
+    this.#drive(() => this.#engine.complete(heads, text))
     for (const run of runs) this.#released(run)
     this.#releaseIfIdle()
   }

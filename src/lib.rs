@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
-use napi::bindgen_prelude::{BufferSlice, Function, Result};
+use napi::bindgen_prelude::{BufferSlice, Function, Result, Uint32ArraySlice};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Error, Status};
 use napi_derive::napi;
@@ -155,18 +155,17 @@ impl Engine {
         self.reply(&env, step)
     }
 
-    /// Handlers that settled since the last call: run `runs[i]` with an outcome of kind `kinds[i]` carrying
-    /// `payloads[i]`. The host sends what settles in one turn of its event loop together: one crossing, one step.
+    /// Handlers that settled since the last call, packed so that they cross in two values rather than three per
+    /// settlement: `heads` holds, for each, its run, the length of its kind and the length of its payload (in
+    /// UTF-16 units, as JS counts them), and `text` is every kind followed by its payload, in order. The host sends
+    /// what settles in one turn of its event loop together: one crossing, one step.
     #[napi(catch_unwind)]
-    pub fn complete(&mut self, env: Env, runs: Vec<u32>, kinds: Vec<String>, payloads: Vec<String>) -> Result<String> {
-        if runs.len() != kinds.len() || runs.len() != payloads.len() {
-            return Err(fail(format!("complete: {} runs, {} kinds and {} payloads", runs.len(), kinds.len(), payloads.len())));
-        }
+    pub fn complete(&mut self, env: Env, heads: Uint32ArraySlice, text: String) -> Result<String> {
         // Every outcome read before any is applied: a bad one must not leave the others half-settled.
-        let outcomes = kinds.iter().zip(payloads).map(|(kind, payload)| Outcome::from_parts(kind, payload)).collect::<std::result::Result<Vec<_>, _>>().map_err(fail)?;
+        let outcomes = Outcome::unpack(&heads, &text).map_err(fail)?;
         let now = self.now();
         let mut step = Step::default();
-        for (run, outcome) in runs.into_iter().zip(outcomes) {
+        for (run, outcome) in outcomes {
             step.absorb(self.inner.complete(run, outcome, now));
         }
         self.reply(&env, step)

@@ -49,6 +49,27 @@ impl Outcome {
         })
     }
 
+    /// Settlements packed as the host sends them: for each, in `heads`, its run and the lengths of its kind and of
+    /// its payload in UTF-16 units (as JS counts them); in `text`, each kind followed by its payload, in order.
+    pub fn unpack(heads: &[u32], text: &str) -> Result<Vec<(u32, Outcome)>, String> {
+        if heads.len() % 3 != 0 {
+            return Err(format!("settlements: {} heads, not three per settlement", heads.len()));
+        }
+        let mut rest = text;
+        let outcomes = heads
+            .chunks_exact(3)
+            .map(|head| {
+                let kind = take_utf16(&mut rest, head[1])?;
+                let payload = take_utf16(&mut rest, head[2])?;
+                Ok((head[0], Self::from_parts(kind, payload.to_owned())?))
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        if !rest.is_empty() {
+            return Err(format!("settlements: {} bytes of text past the last settlement", rest.len()));
+        }
+        Ok(outcomes)
+    }
+
     /// An outcome that crossed as bytes: binary data, or text and JSON as UTF-8 (the cheap way for large values).
     pub fn from_bytes(kind: &str, bytes: Vec<u8>) -> Result<Self, String> {
         if kind == "binary" {
@@ -333,12 +354,61 @@ fn summarize(stderr: &str) -> String {
     format!("{head}… ({lines} lines, {chars} characters in all)")
 }
 
+/// The first `units` UTF-16 code units of `rest`, taken off it.
+fn take_utf16<'a>(rest: &mut &'a str, units: u32) -> Result<&'a str, String> {
+    let units = units as usize;
+    let bytes = rest.as_bytes();
+    // Most text is ASCII, a unit per byte; a byte after an ASCII one always starts a character.
+    let end = if bytes.len() >= units && bytes[..units].is_ascii() {
+        units
+    } else {
+        let (mut counted, mut end) = (0, 0);
+        for c in rest.chars() {
+            if counted >= units {
+                break;
+            }
+            counted += c.len_utf16();
+            end += c.len_utf8();
+        }
+        if counted != units {
+            return Err(format!("settlements: a piece of {units} UTF-16 units does not fit the text left"));
+        }
+        end
+    };
+    let (head, tail) = rest.split_at(end);
+    *rest = tail;
+    Ok(head)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn run(outcome: Outcome) -> ToolResult {
         normalize("c1".into(), "t".into(), outcome)
+    }
+
+    #[test]
+    fn packed_settlements_split_on_utf16_lengths() {
+        // "é" is one UTF-16 unit and two UTF-8 bytes; "🦀" two units and four bytes.
+        let text = "text🦀 éjson{\"a\":1}none";
+        let heads = [7, 4, 4, 9, 4, 7, 3, 4, 0];
+        let outcomes = Outcome::unpack(&heads, text).unwrap();
+        let runs: Vec<u32> = outcomes.iter().map(|(run, _)| *run).collect();
+        assert_eq!(runs, [7, 9, 3]);
+        assert!(matches!(&outcomes[0].1, Outcome::Text(t) if t == "🦀 é"));
+        assert!(matches!(&outcomes[1].1, Outcome::Json(t) if t == "{\"a\":1}"));
+        assert!(matches!(outcomes[2].1, Outcome::Nothing));
+    }
+
+    #[test]
+    fn packed_settlements_that_do_not_add_up_are_refused_whole() {
+        assert!(Outcome::unpack(&[1, 4], "text").unwrap_err().contains("not three per settlement"));
+        assert!(Outcome::unpack(&[1, 4, 9], "textshort").unwrap_err().contains("does not fit"));
+        assert!(Outcome::unpack(&[1, 4, 1], "textab").unwrap_err().contains("past the last settlement"));
+        // A length that would end inside a surrogate pair's character.
+        assert!(Outcome::unpack(&[1, 4, 1], "text🦀").unwrap_err().contains("does not fit"));
+        assert!(Outcome::unpack(&[1, 4, 0, 2, 5, 0], "textoddly").unwrap_err().contains("unknown outcome kind"));
     }
 
     #[test]
