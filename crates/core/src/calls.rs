@@ -119,8 +119,7 @@ fn read_call(item: &RawValue) -> IncomingCall {
 /// in a field's name), for `read_calls` to read them one at a time and say what is wrong with which.
 fn read_objects(json: &str) -> Option<Vec<IncomingCall>> {
     let calls: Vec<ObjectCall> = serde_json::from_str(json).ok()?;
-    let read = calls.into_iter().map(|call| with_nest(call.0)).collect::<Result<Vec<_>, _>>().ok()?;
-    Some(read.into_iter().map(from_wire).collect())
+    calls.into_iter().map(|call| with_nest(call.0).map(from_wire)).collect::<Result<Vec<_>, _>>().ok()
 }
 
 /// A call's fields, read only from an object (serde would read a struct from an array too, by position).
