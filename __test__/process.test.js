@@ -62,6 +62,35 @@ describe('a child process', () => {
     assert.equal(child.code, 0, child.stderr)
     assert.deepEqual(lastJsonLine(child.stdout), ['cancelled', 'cancelled'])
   })
+
+  it('lets an executor go once its turns are done, though its timer for their deadlines is still set', async () => {
+    // The turn's 60 s deadline set the executor's own wake-up timer; it must hold neither the process nor the
+    // executor.
+    const script = `
+      require('v8').setFlagsFromString('--expose-gc')
+      const gc = require('vm').runInNewContext('gc')
+      const { ToolExecutor } = require('..')
+      let collected = false
+      const registry = new FinalizationRegistry(() => { collected = true })
+      async function oneTurn() {
+        const gate = new ToolExecutor({ defaultTimeoutMs: 60000 })
+        gate.register({ name: 'read', readOnly: true, handler: async () => 'ok' })
+        registry.register(gate, 'gate')
+        return (await gate.execute([{ name: 'read' }]))[0].output
+      }
+      oneTurn().then(async (output) => {
+        for (let i = 0; i < 50 && !collected; i++) {
+          gc()
+          await new Promise((resolve) => setImmediate(resolve))
+        }
+        console.log(JSON.stringify({ output, collected }))
+      })
+    `
+    const child = await runChild(script)
+    assert.equal(child.timedOut, false, 'the timer for a 60 s deadline kept the process alive')
+    assert.equal(child.code, 0, child.stderr)
+    assert.deepEqual(lastJsonLine(child.stdout), { output: 'ok', collected: true })
+  })
 })
 
 describe('worker threads', () => {

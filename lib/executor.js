@@ -124,6 +124,8 @@ class ToolExecutor {
    * test that drops both lets both go. */
   #clockDriver
   #clockHooks
+  /** The timer that calls the engine back at its next deadline (see `#armWake`). */
+  #wakeTimer
 
   /** @param {import('./index').ExecutorOptions} [options] */
   constructor(options = {}) {
@@ -401,6 +403,7 @@ class ToolExecutor {
   async #close(options) {
     this.#closed = true
     this.#timers.clearAll?.()
+    clearTimeout(this.#wakeTimer)
     const timeoutMs = options?.timeoutMs ?? CLOSE_TIMEOUT_MS
     const closeBy = now() + timeoutMs
     for (const turn of this.#turns.values()) turn.abortReason = new DOMException('The tool executor was closed', 'AbortError')
@@ -512,6 +515,17 @@ class ToolExecutor {
     this.#releaseIfIdle()
   }
 
+  /** The engine's next deadline, on this thread's own real-time timer: it fires on time, where a wake-up sent from
+   * the engine's watcher thread waits its turn on a busy event loop (the watcher still covers what it misses). It
+   * holds neither the process open nor the executor: a timer left from a finished turn finds nothing due. */
+  #armWake(ms) {
+    clearTimeout(this.#wakeTimer)
+    if (this.#closed) return
+    const executor = new WeakRef(this)
+    this.#wakeTimer = setTimeout(() => executor.deref()?.#wakeDriver(), ms)
+    this.#wakeTimer.unref()
+  }
+
   #releaseIfIdle() {
     const turnsOpen = this.#turns.size > 0
     // `hold?.`: a clock of an older copy of the package (the symbol is global) offers only `attach`.
@@ -578,6 +592,7 @@ class ToolExecutor {
   }
 
   #applyStep(step) {
+    if (step.wake !== undefined) this.#armWake(step.wake)
     // Runs handed out are known before any application code runs (an abort listener may cancel the turn).
     if (step.start) for (const [run, turnId] of step.start) this.#notStarted.set(run, turnId)
     if (step.late) for (const late of step.late) this.#overdue(late)

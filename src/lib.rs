@@ -393,8 +393,12 @@ impl Engine {
         self.holding
     }
 
-    fn reply(&mut self, env: &Env, step: Step) -> Result<String> {
+    fn reply(&mut self, env: &Env, mut step: Step) -> Result<String> {
         self.keep_alive(env)?;
+        // On a manual clock only `advance_clock` makes time pass: no timer of the host's may.
+        if self.manual.is_none() {
+            step.wake = self.inner.host_timer(Instant::now());
+        }
         Ok(step.to_wire())
     }
 

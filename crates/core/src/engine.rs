@@ -108,6 +108,9 @@ pub struct Step {
     /// `[run, line]`: the latest line a running command wrote, at a bounded rate, for `onProgress`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub progress: Vec<(u32, String)>,
+    /// Milliseconds until the host should call `expire` by its own timer (see `Engine::host_timer`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wake: Option<f64>,
 }
 
 /// `[ticket, kind, turn, callId, toolName, args, rule, reason, index]` on the wire; kind is `validate`, `check` or
@@ -200,7 +203,7 @@ impl HostAnswer {
 impl Step {
     pub fn is_empty(&self) -> bool {
         // Destructured in full so that a new field must be placed here and in `absorb`.
-        let Step { turn, start, abort, done, host, late, store, breaker, commands, progress } = self;
+        let Step { turn, start, abort, done, host, late, store, breaker, commands, progress, wake } = self;
         turn.is_none()
             && start.is_empty()
             && abort.is_empty()
@@ -211,11 +214,16 @@ impl Step {
             && breaker.is_empty()
             && commands.is_empty()
             && progress.is_empty()
+            && wake.is_none()
     }
 
     pub fn absorb(&mut self, other: Step) {
-        let Step { turn, start, abort, done, host, late, store, breaker, commands, progress } = other;
+        let Step { turn, start, abort, done, host, late, store, breaker, commands, progress, wake } = other;
         self.turn = self.turn.or(turn);
+        self.wake = match (self.wake, wake) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         self.start.extend(start);
         self.abort.extend(abort);
         self.done.extend(done);
@@ -503,6 +511,8 @@ pub struct Engine {
     commands: Arc<crate::command::Hub>,
     next_turn: u32,
     next_run: u32,
+    /// The deadline the host's own timer was last told to fire at (see `host_timer`).
+    host_timer: Option<Instant>,
 }
 
 fn mark(station: &'static str, outcome: &'static str) -> StationMark {
@@ -568,6 +578,7 @@ impl Engine {
             unknown_tool_metrics: CallMetrics::default(),
             next_turn: 1,
             next_run: 1,
+            host_timer: None,
         })
     }
 
@@ -1548,8 +1559,23 @@ impl Engine {
         true
     }
 
+    /// When the host should call `expire` by a timer of its own, in ms from `now` (rounded up: a timer that fires
+    /// early finds nothing due), when the earliest deadline is sooner than the one its timer was last told of. The
+    /// host's timer fires on its own event loop on time, where a wake from the watcher's thread waits its turn there;
+    /// the watcher still wakes the host for whatever the timer misses.
+    pub fn host_timer(&mut self, now: Instant) -> Option<f64> {
+        let next = self.deadlines.next()?;
+        if self.host_timer.is_some_and(|armed| armed <= next) {
+            return None;
+        }
+        self.host_timer = Some(next);
+        Some(next.saturating_duration_since(now).as_micros().div_ceil(1000) as f64)
+    }
+
     /// Everything whose deadline has passed: runs time out, backoffs end in a new attempt, turns reach their end.
     pub fn expire(&mut self, now: Instant) -> Step {
+        // Whichever woke the host, its timer has fired or soon will: the next deadline is told anew.
+        self.host_timer = None;
         let mut step = Step::default();
         for alarm in self.deadlines.pop_expired(now) {
             match alarm {

@@ -276,3 +276,23 @@ fn a_settlement_past_its_deadline_is_a_timeout_and_a_late_settlement() {
     let counters = &h.engine.counters(h.now)["total"];
     assert_eq!((counters["lateSettlements"].as_u64(), counters["timeouts"].as_u64(), counters["idleTimeouts"].as_u64()), (Some(2), Some(1), Some(1)));
 }
+
+#[test]
+fn the_hosts_timer_is_told_of_a_sooner_deadline_once_and_anew_after_each_expiry() {
+    let mut h = Host::new(json!({}));
+    h.tool(json!({"name": "slow", "timeoutMs": 500, "retry": {"maxRetries": 0}}), Behaviour::Hang);
+    h.tool(json!({"name": "quick", "timeoutMs": 100, "retry": {"maxRetries": 0}}), Behaviour::Hang);
+    assert_eq!(h.engine.host_timer(h.now), None, "nothing armed, nothing to wake for");
+    h.begin(json!([{"name": "slow"}]), Policy::default());
+    assert_eq!(h.engine.host_timer(h.now), Some(500.0));
+    assert_eq!(h.engine.host_timer(h.now), None, "the timer armed for it stands");
+    h.begin(json!([{"name": "slow"}]), Policy::default());
+    assert_eq!(h.engine.host_timer(h.now), None, "a later deadline is found when the timer fires");
+    h.now += std::time::Duration::from_micros(10_500);
+    h.begin(json!([{"name": "quick"}]), Policy::default());
+    assert_eq!(h.engine.host_timer(h.now), Some(100.0), "a sooner one is told at once");
+    h.now += std::time::Duration::from_micros(50_250);
+    let step = h.engine.expire(h.now);
+    assert!(step.done.is_empty());
+    assert_eq!(h.engine.host_timer(h.now), Some(50.0), "after an expiry the next deadline is told anew, rounded up");
+}
