@@ -731,11 +731,7 @@ class ToolExecutor {
     try {
       if (!handler) throw new Error(`tool "${name}" was unregistered before this call started`)
       const input = this.#inputOf(turn, index, name, args, attempt)
-      // A retry's own validation may outlast its call: the handler then never starts, whatever the validation said.
-      const live = () => this.#runs.get(run) === call
-      returned = input instanceof Promise
-        ? input.then((value) => (live() ? handler(value, ctx) : NEVER_STARTED), (err) => (live() ? Promise.reject(err) : NEVER_STARTED))
-        : handler(input, ctx)
+      returned = input instanceof Promise ? this.#startValidated(run, call, handler, input, ctx) : handler(input, ctx)
     } catch (err) {
       returned = Promise.reject(err)
     }
@@ -751,6 +747,13 @@ class ToolExecutor {
       },
       (err) => this.#settle(run, err, describeThrown),
     )
+  }
+
+  /** A handler whose input a retry's own validation is still making. That validation may outlast its call: the
+   * handler then never starts, whatever the validation said. */
+  #startValidated(run, call, handler, input, ctx) {
+    const live = () => this.#runs.get(run) === call
+    return input.then((value) => (live() ? handler(value, ctx) : NEVER_STARTED), (err) => (live() ? Promise.reject(err) : NEVER_STARTED))
   }
 
   #commandEnded(run) {
