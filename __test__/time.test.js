@@ -7,7 +7,7 @@ const { describe, it } = require('node:test')
 const assert = require('node:assert/strict')
 const { ToolExecutor, RetryableError } = require('..')
 const {
-  gateWith, assertFailure, assertSuccess, marks, never, untilAborted, collectWarnings, deferred, sleep, recorder, ADMITTED, counts, counterView,
+  runChild, lastJsonLine, gateWith, assertFailure, assertSuccess, marks, never, untilAborted, collectWarnings, deferred, sleep, recorder, ADMITTED, counts, counterView,
 } = require('./helpers')
 
 /**
@@ -795,6 +795,45 @@ describe('late settlement', () => {
         poll: counts({ retries: 1, timeouts: 0, idleTimeouts: 1, lateSettlements: 1 }),
       },
     })
+  })
+})
+
+describe("the JS thread's own deadline timer", () => {
+  it('delivers a deadline by itself when no wake-up comes from the engine', async () => {
+    // The engine's watcher wakes JS through the function given to the engine: here it does nothing, so only the
+    // executor's own timer can end the hung call.
+    const child = await runChild(`
+      const bindingPath = require.resolve('../binding.js')
+      const binding = require(bindingPath)
+      class Unwoken extends binding.Engine {
+        constructor(options, wake, manual) { super(options, () => {}, manual) }
+      }
+      require.cache[bindingPath].exports = { ...binding, Engine: Unwoken }
+      const { ToolExecutor } = require('..')
+      const gate = new ToolExecutor()
+      gate.register({ name: 'hang', timeoutMs: 30, retry: false, handler: () => new Promise(() => {}) })
+      gate.register({ name: 'later', timeoutMs: 60, retry: false, handler: () => new Promise(() => {}) })
+      const guard = setTimeout(() => { console.log(JSON.stringify('no result')); process.exit(0) }, 10000)
+      Promise.all([gate.execute([{ name: 'hang' }]), gate.execute([{ name: 'later' }])]).then((turns) => {
+        clearTimeout(guard)
+        console.log(JSON.stringify(turns.map(([r]) => r.errorKind)))
+        process.exit(0)
+      })
+    `)
+    assert.equal(child.code, 0, child.stderr)
+    assert.deepEqual(lastJsonLine(child.stdout), ['timeout', 'timeout'])
+  })
+
+  it('waits out a deadline longer than a Node timer can hold without firing early', async () => {
+    // Node fires a timer set past 2^31 - 1 ms after 1 ms, with a TimeoutOverflowWarning each time.
+    const { warnings, stop } = collectWarnings()
+    const gate = new ToolExecutor({ approvalTimeoutMs: 30 * 86_400_000, permissions: { ask: [{ tool: 'deploy' }] }, approve: () => sleep(30).then(() => true) })
+    gate.register({ name: 'deploy', handler: () => 'deployed' })
+    const [r] = await gate.execute([{ name: 'deploy' }])
+    stop()
+    assertSuccess(r, 'deployed')
+    assert.deepEqual(warnings.map((w) => w.name).filter((n) => n === 'TimeoutOverflowWarning'), [])
+    await gate.close()
   })
 })
 

@@ -39,7 +39,7 @@ pub struct Engine {
     /// Settlements handed to another thread and not taken in yet: the process must stay up for them.
     shaping: usize,
     /// Large values arriving in slices, by run, until their last slice.
-    slices: HashMap<u32, Vec<u8>>,
+    slices: HashMap<u32, Vec<Vec<u8>>>,
     /// A clock the host moves (a test's manual clock). No watcher runs then, and no deadline holds Node's event
     /// loop open: only `advance_clock` makes time pass.
     manual: Option<ManualClock>,
@@ -184,27 +184,24 @@ impl Engine {
             if !self.slices.contains_key(&run) && !self.inner.hold(run) {
                 return Ok(String::new()); // already answered (cancelled): the rest is a late settlement
             }
-            self.slices.entry(run).or_default().extend_from_slice(&data);
-            return self.reply(&env, Step::default());
+            // Kept apart and joined on the thread that shapes them: a growing buffer would copy megabytes here.
+            self.slices.entry(run).or_default().push(data.to_vec());
+            // Empty, so that the host sends the next slice: nothing here moves a deadline sooner.
+            self.keep_alive(&env)?;
+            return Ok(String::new());
         }
-        let bytes = match self.slices.remove(&run) {
-            Some(mut head) => {
-                head.extend_from_slice(&data);
-                head
-            }
-            None => data.to_vec(),
-        };
-        let large = bytes.len() >= OFF_THREAD_BYTES;
-        let outcome = Outcome::from_bytes(&kind, bytes).map_err(fail)?;
-        if !large {
+        let mut slices = self.slices.remove(&run).unwrap_or_default();
+        slices.push(data.to_vec());
+        if slices.iter().map(Vec::len).sum::<usize>() < OFF_THREAD_BYTES {
+            let outcome = Outcome::from_slices(&kind, slices).map_err(fail)?;
             let step = self.inner.complete(run, outcome, self.now());
             return self.reply(&env, step);
         }
-        let Some(shaping) = self.inner.begin_shaping(run, outcome) else { return Ok(String::new()) };
+        let Some(shaping) = self.inner.begin_shaping(run) else { return Ok(String::new()) };
         self.shaping += 1;
         let (shaped, wake, id) = (self.shaped.clone(), self.wake.clone(), self.id);
         napi::bindgen_prelude::spawn_blocking(move || {
-            let done = shaping.run();
+            let done = shaping.run_bytes(&kind, slices);
             lock(&shaped).push(done);
             lock(&wake).call(id, ThreadsafeFunctionCallMode::NonBlocking);
         });

@@ -1405,8 +1405,8 @@ impl Engine {
         if let Some(step) = self.overdue(run, matches!(outcome, Outcome::Thrown(_)), now) {
             return step;
         }
-        match self.begin_shaping(run, outcome) {
-            Some(shaping) => self.shaped(shaping.run(), now),
+        match self.begin_shaping(run) {
+            Some(shaping) => self.shaped(shaping.run(outcome), now),
             None => Step::default(),
         }
     }
@@ -1437,7 +1437,7 @@ impl Engine {
     /// The first half of `complete` for a large settlement: the run ends here (its deadlines no longer apply,
     /// the handler has answered) and the work of normalize and shape is handed out, for the host to do on
     /// another thread and return through `shaped`. None for a late settlement.
-    pub fn begin_shaping(&mut self, run: u32, outcome: Outcome) -> Option<Shaping> {
+    pub fn begin_shaping(&mut self, run: u32) -> Option<Shaping> {
         let Run { turn, index, verdict, .. } = self.end_run(run)?;
         let turn_ref = self.turns.get(&turn)?;
         let slot = &turn_ref.slots[index];
@@ -1446,7 +1446,6 @@ impl Engine {
             index,
             call_id: slot.id.clone(),
             tool: slot.tool.clone().expect("a run has a tool"),
-            outcome,
             verdict,
             shaper: self.shaper.clone(),
             readers: self.registry.get(ARTIFACT_READER).is_some(),
@@ -1574,8 +1573,10 @@ impl Engine {
 
     /// Everything whose deadline has passed: runs time out, backoffs end in a new attempt, turns reach their end.
     pub fn expire(&mut self, now: Instant) -> Step {
-        // Whichever woke the host, its timer has fired or soon will: the next deadline is told anew.
-        self.host_timer = None;
+        // Once the host's timer has fired the next deadline is told anew; one still to fire stands.
+        if self.host_timer.is_some_and(|at| at <= now) {
+            self.host_timer = None;
+        }
         let mut step = Step::default();
         for alarm in self.deadlines.pop_expired(now) {
             match alarm {
@@ -2099,7 +2100,6 @@ pub struct Shaping {
     index: usize,
     call_id: String,
     tool: Arc<Tool>,
-    outcome: Outcome,
     /// The host's judgement of the value (a `rollbackWhen` function), when it made one.
     verdict: Option<String>,
     shaper: Arc<Shaper>,
@@ -2117,36 +2117,46 @@ pub struct Shaped {
 
 impl Shaping {
     /// Stations 11–13 on what the handler returned: a bug there costs this call alone, which then says so.
-    pub fn run(self) -> Shaped {
+    pub fn run(self, outcome: Outcome) -> Shaped {
         let _span = tracing::debug_span!("toolgate.shape", turn = self.turn, call = %self.call_id).entered();
         let (turn, index, call_id, tool) = (self.turn, self.index, self.call_id.clone(), self.tool.clone());
-        contained(|| self.shape()).unwrap_or_else(|bug| {
+        contained(|| self.shape(outcome)).unwrap_or_else(|bug| {
             let error = panic::internal_error("reading what the tool returned (it ran; its result is lost)", &bug);
             let result = Box::new(ToolResult::failure(call_id, tool.spec.name.clone(), ErrorKind::HandlerError, error, false));
             Shaped { turn, index, result, marks: vec![mark("invoke", "returned"), mark("normalize", "internal_error")] }
         })
     }
 
-    fn shape(mut self) -> Shaped {
+    /// `run` on a value that crossed as bytes, in slices: joined and read here, on the thread that shapes it, since
+    /// copying and checking megabytes of UTF-8 must not hold the host's thread. A kind the engine does not know is
+    /// the host's bug, answered as one in this call's result.
+    pub fn run_bytes(self, kind: &str, slices: Vec<Vec<u8>>) -> Shaped {
+        match Outcome::from_slices(kind, slices) {
+            Ok(outcome) => self.run(outcome),
+            Err(bug) => self.run(Outcome::Unrepresentable(format!("toolgate could not read it (an internal error: {bug})"))),
+        }
+    }
+
+    fn shape(self, mut outcome: Outcome) -> Shaped {
         #[cfg(test)]
-        if matches!(&self.outcome, Outcome::Text(text) if text == tests::PANICS) {
+        if matches!(&outcome, Outcome::Text(text) if text == tests::PANICS) {
             panic!("a bug on purpose");
         }
         let name = self.tool.spec.name.clone();
-        let bytes = match &mut self.outcome {
+        let bytes = match &mut outcome {
             Outcome::Binary(bytes) => Some(std::mem::take(bytes)),
             _ => None,
         };
         // Kept only when short enough that no cut can change it: the copy is cheap, a crossing back is not. Texts
         // of SENT_MAX_BYTES or more crossed in slices, and the host keeps no copy of those.
-        let sent = match &self.outcome {
+        let sent = match &outcome {
             Outcome::Text(text) | Outcome::Json(text) if text.len() <= self.tool.max_output_chars && text.len() < SENT_MAX_BYTES => Some(text.clone()),
             _ => None,
         };
         let redact = |text: &str| self.shaper.redact_text(text);
         // What an output schema describes: a returned value, text or nothing; not bytes, images or JSON too deep to
         // hold as a structure.
-        let checked = match &self.outcome {
+        let checked = match &outcome {
             Outcome::Json(_) => Some(None),
             Outcome::Text(text) => Some(Some(Value::String(text.clone()))),
             Outcome::Nothing => Some(Some(Value::Null)),
@@ -2155,7 +2165,7 @@ impl Shaping {
         // Boxed once here: the result passes through several stations by value before its slot holds it.
         let mut result = Box::new(match &bytes {
             Some(bytes) => normalize::binary(self.call_id.clone(), name, bytes),
-            None => normalize(self.call_id.clone(), name, self.outcome),
+            None => normalize(self.call_id.clone(), name, outcome),
         });
         // A return value that breaks the tool's outputSchema is the tool's fault: a handler error, never retried.
         let value = match checked.filter(|_| result.success && self.tool.output_validator.is_some()) {

@@ -79,6 +79,12 @@ impl Outcome {
         Self::from_parts(kind, text)
     }
 
+    /// `from_bytes` on bytes that crossed in slices, joined (a single slice is taken as it is).
+    pub fn from_slices(kind: &str, slices: Vec<Vec<u8>>) -> Result<Self, String> {
+        let bytes = if slices.len() == 1 { slices.into_iter().next().unwrap_or_default() } else { slices.concat() };
+        Self::from_bytes(kind, bytes)
+    }
+
     /// Bytes the result will not show, to be saved by the shape station.
     pub fn binary(&self) -> Option<&[u8]> {
         match self {

@@ -294,5 +294,9 @@ fn the_hosts_timer_is_told_of_a_sooner_deadline_once_and_anew_after_each_expiry(
     h.now += std::time::Duration::from_micros(50_250);
     let step = h.engine.expire(h.now);
     assert!(step.done.is_empty());
-    assert_eq!(h.engine.host_timer(h.now), Some(50.0), "after an expiry the next deadline is told anew, rounded up");
+    assert_eq!(h.engine.host_timer(h.now), None, "a wake-up before the timer fires leaves it standing");
+    h.now += std::time::Duration::from_micros(49_750);
+    let step = h.engine.expire(h.now);
+    assert_eq!(step.done.len(), 1, "the quick call timed out");
+    assert_eq!(h.engine.host_timer(h.now), Some(390.0), "once it fired the next deadline is told anew, rounded up");
 }
