@@ -182,7 +182,7 @@ function main() {
     '',
     '| contender | p50 overshoot ms | p90 | p99 | max | background calls meanwhile |',
     '|---|---|---|---|---|---|',
-    ...[['toolgate', 'toolgate (tokio deadline, wakes JS)'], ['reference', LABELS.reference], ['race', 'bare `Promise.race` + `setTimeout`']].map(
+    ...[['toolgate', 'toolgate (a timer on the JS thread, the tokio watcher behind it)'], ['reference', LABELS.reference], ['race', 'bare `Promise.race` + `setTimeout`']].map(
       ([n, label]) => `| ${label} | ${num(deadline[n].p50)} | ${num(deadline[n].p90)} | ${num(deadline[n].p99)} | ${num(deadline[n].max)} | ${deadline[n].background} |`,
     ),
     '',
