@@ -19,8 +19,6 @@ const { setTimeout, clearTimeout, setInterval, clearInterval, setImmediate, queu
 const MAX_ABANDONED = 10_000
 /** Shared-store batches `close()` waits for at most (a store that never answers leaves the rest unwatched). */
 const MAX_STORE_BATCHES = 10_000
-/** The longest delay Node's timers take. */
-const MAX_TIMER_MS = 2 ** 31 - 1
 /** How long `close()` waits for handlers still running after their calls ended, unless told otherwise. */
 const CLOSE_TIMEOUT_MS = 5_000
 /** Strings at least this long cross as UTF-8 bytes, a slice of this many characters per turn of the event loop:
@@ -524,8 +522,7 @@ class ToolExecutor {
     clearTimeout(this.#wakeTimer)
     if (this.#closed) return
     const executor = new WeakRef(this)
-    // Node fires a longer timer after 1 ms (with a warning); one cut to the longest fires early and finds nothing.
-    this.#wakeTimer = setTimeout(() => executor.deref()?.#wakeDriver(), Math.min(ms, MAX_TIMER_MS))
+    this.#wakeTimer = setTimeout(() => executor.deref()?.#wakeDriver(), ms)
     this.#wakeTimer.unref()
   }
 

@@ -397,6 +397,8 @@ impl DedupMark {
 }
 
 struct Turn {
+    /// Boxed: a slot is large, and the turn's vector grows and its slots are taken out by value.
+    #[allow(clippy::vec_box)]
     slots: Vec<Box<Slot>>,
     /// Validated arguments of calls that will run (kept for their retries).
     args: FxHashMap<usize, Value>,
@@ -521,6 +523,9 @@ fn mark(station: &'static str, outcome: &'static str) -> StationMark {
 
 /// Texts at least this long (256 Ki UTF-16 units, so at least 256 KiB of UTF-8) cross from the host in slices.
 const SENT_MAX_BYTES: usize = 256 * 1024;
+
+/// The longest wait a host timer takes (Node's: 2^31 - 1 ms; longer fires after 1 ms).
+const HOST_TIMER_MAX: Duration = Duration::from_millis((1 << 31) - 1);
 
 /// Milliseconds to the microsecond: finer is noise, and a short decimal is parsed several times faster by V8 than
 /// the 17 digits of an arbitrary double.
@@ -1567,8 +1572,10 @@ impl Engine {
         if self.host_timer.is_some_and(|armed| armed <= next) {
             return None;
         }
-        self.host_timer = Some(next);
-        Some(next.saturating_duration_since(now).as_micros().div_ceil(1000) as f64)
+        // A deadline further away than a Node timer holds gets a timer for as long as one holds, told anew then.
+        let wait = next.saturating_duration_since(now).min(HOST_TIMER_MAX);
+        self.host_timer = Some(now + wait);
+        Some(wait.as_micros().div_ceil(1000) as f64)
     }
 
     /// Everything whose deadline has passed: runs time out, backoffs end in a new attempt, turns reach their end.
@@ -2069,6 +2076,7 @@ impl Engine {
     }
 
     /// The finished turn's results as its slots hold them: a result is large, and unboxing copies it.
+    #[allow(clippy::vec_box)]
     fn take_boxed(&mut self, turn_id: u32) -> Result<Vec<Box<ToolResult>>, String> {
         match self.turns.get(&turn_id) {
             None => return Err(format!("no turn {turn_id}")),
@@ -2118,23 +2126,25 @@ pub struct Shaped {
 impl Shaping {
     /// Stations 11–13 on what the handler returned: a bug there costs this call alone, which then says so.
     pub fn run(self, outcome: Outcome) -> Shaped {
-        let _span = tracing::debug_span!("toolgate.shape", turn = self.turn, call = %self.call_id).entered();
-        let (turn, index, call_id, tool) = (self.turn, self.index, self.call_id.clone(), self.tool.clone());
-        contained(|| self.shape(outcome)).unwrap_or_else(|bug| {
-            let error = panic::internal_error("reading what the tool returned (it ran; its result is lost)", &bug);
-            let result = Box::new(ToolResult::failure(call_id, tool.spec.name.clone(), ErrorKind::HandlerError, error, false));
-            Shaped { turn, index, result, marks: vec![mark("invoke", "returned"), mark("normalize", "internal_error")] }
-        })
+        self.read_and_shape(|| Ok(outcome))
     }
 
     /// `run` on a value that crossed as bytes, in slices: joined and read here, on the thread that shapes it, since
     /// copying and checking megabytes of UTF-8 must not hold the host's thread. A kind the engine does not know is
-    /// the host's bug, answered as one in this call's result.
+    /// a bug, answered as one in this call's result.
     pub fn run_bytes(self, kind: &str, slices: Vec<Vec<u8>>) -> Shaped {
-        match Outcome::from_slices(kind, slices) {
-            Ok(outcome) => self.run(outcome),
-            Err(bug) => self.run(Outcome::Unrepresentable(format!("toolgate could not read it (an internal error: {bug})"))),
-        }
+        self.read_and_shape(|| Outcome::from_slices(kind, slices))
+    }
+
+    fn read_and_shape(self, read: impl FnOnce() -> Result<Outcome, String>) -> Shaped {
+        let _span = tracing::debug_span!("toolgate.shape", turn = self.turn, call = %self.call_id).entered();
+        let (turn, index, call_id, tool) = (self.turn, self.index, self.call_id.clone(), self.tool.clone());
+        let shaped = contained(|| read().map(|outcome| self.shape(outcome))).and_then(|read| read);
+        shaped.unwrap_or_else(|bug| {
+            let error = panic::internal_error("reading what the tool returned (it ran; its result is lost)", &bug);
+            let result = Box::new(ToolResult::failure(call_id, tool.spec.name.clone(), ErrorKind::HandlerError, error, false));
+            Shaped { turn, index, result, marks: vec![mark("invoke", "returned"), mark("normalize", "internal_error")] }
+        })
     }
 
     fn shape(self, mut outcome: Outcome) -> Shaped {
@@ -2381,5 +2391,25 @@ mod tests {
         assert!(checking.contains("checking this call, so it was not run") && checking.contains("a bug on purpose"), "{checking}");
         assert!(results[1].error.as_deref().unwrap().contains("it ran; its result is lost"));
         assert_eq!(results[2].output, "fine");
+    }
+
+    #[test]
+    fn a_value_in_slices_is_joined_and_read_where_it_is_shaped_and_a_kind_unknown_is_a_bug() {
+        let mut engine = Engine::new(EngineOptions::default()).unwrap();
+        engine.register(ToolSpec::from_json(r#"{"name":"echo","readOnly":true}"#).unwrap()).unwrap();
+        let now = Instant::now();
+        let step = engine.begin(r#"[{"id":"a","name":"echo"},{"id":"b","name":"echo"}]"#, &Policy::default(), &TurnOptions::default(), None, now).unwrap();
+        let turn = step.turn.unwrap();
+        // "é" and "😀" cut across slices: only the joined bytes are UTF-8.
+        let text = "caf\u{e9} \u{1f600}".as_bytes();
+        let slices = vec![text[..4].to_vec(), text[4..8].to_vec(), text[8..].to_vec()];
+        let shaped = engine.begin_shaping(step.start[0].run).unwrap().run_bytes("text", slices);
+        engine.shaped(shaped, now);
+        let shaped = engine.begin_shaping(step.start[1].run).unwrap().run_bytes("no such kind", vec![b"x".to_vec()]);
+        assert_eq!(engine.shaped(shaped, now).done, vec![turn]);
+        let results = engine.take_results(turn).unwrap();
+        assert_eq!(results[0].output, "caf\u{e9} \u{1f600}");
+        let error = results[1].error.as_deref().unwrap();
+        assert!(error.contains("This is a bug in toolgate") && error.contains("unknown outcome kind"), "{error}");
     }
 }

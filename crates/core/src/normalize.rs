@@ -52,7 +52,7 @@ impl Outcome {
     /// Settlements packed as the host sends them: for each, in `heads`, its run and the lengths of its kind and of
     /// its payload in UTF-16 units (as JS counts them); in `text`, each kind followed by its payload, in order.
     pub fn unpack(heads: &[u32], text: &str) -> Result<Vec<(u32, Outcome)>, String> {
-        if heads.len() % 3 != 0 {
+        if !heads.len().is_multiple_of(3) {
             return Err(format!("settlements: {} heads, not three per settlement", heads.len()));
         }
         let mut rest = text;
@@ -81,7 +81,14 @@ impl Outcome {
 
     /// `from_bytes` on bytes that crossed in slices, joined (a single slice is taken as it is).
     pub fn from_slices(kind: &str, slices: Vec<Vec<u8>>) -> Result<Self, String> {
-        let bytes = if slices.len() == 1 { slices.into_iter().next().unwrap_or_default() } else { slices.concat() };
+        let bytes = if slices.len() == 1 {
+            slices.into_iter().next().unwrap_or_default()
+        } else {
+            // The slices go before the joined bytes are read: megabytes are held twice only while joining.
+            let joined = slices.concat();
+            drop(slices);
+            joined
+        };
         Self::from_bytes(kind, bytes)
     }
 

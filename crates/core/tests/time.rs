@@ -300,3 +300,15 @@ fn the_hosts_timer_is_told_of_a_sooner_deadline_once_and_anew_after_each_expiry(
     assert_eq!(step.done.len(), 1, "the quick call timed out");
     assert_eq!(h.engine.host_timer(h.now), Some(390.0), "once it fired the next deadline is told anew, rounded up");
 }
+
+#[test]
+fn a_deadline_further_than_a_host_timer_holds_is_told_in_parts() {
+    let mut h = Host::new(json!({"maxTimeoutMs": 40 * 86_400_000u64}));
+    h.tool(json!({"name": "long", "timeoutMs": 30 * 86_400_000u64, "retry": {"maxRetries": 0}}), Behaviour::Hang);
+    h.begin(json!([{"name": "long"}]), Policy::default());
+    let longest = f64::from((1u32 << 31) - 1);
+    assert_eq!(h.engine.host_timer(h.now), Some(longest), "as long as a Node timer holds");
+    h.now += std::time::Duration::from_millis(longest as u64);
+    assert!(h.engine.expire(h.now).done.is_empty());
+    assert_eq!(h.engine.host_timer(h.now), Some(30.0 * 86_400_000.0 - longest), "then the rest");
+}
