@@ -1,7 +1,8 @@
 'use strict'
 // What avoided work costs next to doing it: a cache hit next to running the handler, and a failure (arguments
-// that fail the schema, a rate-limit refusal) next to a plain call. Run by hand after `npm run build`: node bench/avoided.js [samples]. All contenders run
-// interleaved in one process, so their ratios hold on a noisy machine.
+// that fail the schema, a rate-limit refusal) next to a plain call. Run by hand after `npm run build`:
+// node bench/avoided.js [samples]. All contenders run interleaved in one process, so their ratios hold on a noisy
+// machine.
 
 const { ToolExecutor } = require('..')
 
