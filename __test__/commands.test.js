@@ -118,6 +118,65 @@ describe('command tools: stopping', { skip: !onLinux && 'reads /proc' }, () => {
   })
 })
 
+describe('command tools: processes that make groups of their own', { skip: !onLinux && 'reads /proc' }, () => {
+  // coreutils `timeout` and job-control shells stay in the command's session but leave its first process group.
+  const escapers = {
+    'coreutils timeout': (marker) => ({ shell: `timeout 25 sleep 304.${marker}; echo after` }),
+    'a job-control shell': (marker) => ({ argv: ['bash', '-c', `set -m; sleep 305.${marker} & wait`] }),
+  }
+
+  for (const [what, command] of Object.entries(escapers)) {
+    it(`a timeout stops ${what} and what it runs, and says nothing is left`, async () => {
+      const gate = executor()
+      const marker = newMarker()
+      gate.registerCommand({ name: 'escaper', timeoutMs: 400, killGraceMs: 500, command: () => command(marker) })
+      const pending = one(gate, 'escaper')
+      await sleep(200)
+      assert.ok(running(marker).length >= 1, 'its sleep runs before the timeout')
+      const result = await pending
+      assertFailure(result, 'timeout')
+      assert.equal(running(marker).length, 0, 'nothing of the session runs once the result is in')
+      assert.match(result.error, /no process of it is still running/)
+      assert.equal(result.metadata.command.stillRunning, undefined)
+    })
+
+    it(`close() stops ${what} and resolves once it is gone`, async () => {
+      const gate = new ToolExecutor()
+      const marker = newMarker()
+      gate.registerCommand({ name: 'escaper', timeoutMs: 60_000, killGraceMs: 300, command: () => command(marker) })
+      const pending = one(gate, 'escaper')
+      await sleep(200)
+      assert.ok(running(marker).length >= 1)
+      await gate.close()
+      assert.equal(running(marker).length, 0, 'nothing runs once close() resolved')
+      assertFailure(await pending, 'cancelled')
+    })
+  }
+
+  it('what a command leaves running in another group with its output redirected is stopped, and the result says so', async () => {
+    const gate = executor()
+    const marker = newMarker()
+    gate.registerCommand({ name: 'leaver', killGraceMs: 300, command: () => ({ shell: `timeout 25 sleep 306.${marker} > /dev/null 2>&1 & echo started` }) })
+    const result = await one(gate, 'leaver')
+    assertSuccess(result)
+    assert.equal(result.metadata.command.leftoversStopped, true)
+    assert.match(result.output, /started\n\[it exited leaving processes behind\. It was stopped with SIGTERM; no process of it is still running/)
+    assert.equal(running(marker).length, 0)
+  })
+
+  it('a process that leaves the session stays out of reach, and the result does not claim it stopped', async () => {
+    const gate = executor()
+    const marker = newMarker()
+    gate.registerCommand({ name: 'daemon', timeoutMs: 300, killGraceMs: 200, command: () => ({ shell: `setsid sleep 307.${marker} & sleep 308.${marker}` }) })
+    const result = await one(gate, 'daemon')
+    assertFailure(result, 'timeout')
+    assert.equal(running(`308.${marker}`).length, 0, 'what stayed in the session is stopped')
+    assert.equal(running(`307.${marker}`).length, 1, 'what left it runs on, as documented')
+    assert.match(result.error, /Something it started is still running/)
+    for (const pid of running(marker)) process.kill(pid, 'SIGKILL')
+  })
+})
+
 describe('command tools: time limits', { skip: !onLinux && 'reads /proc' }, () => {
   it('silence past idleTimeoutMs stops a command that keeps running', async () => {
     const gate = executor()

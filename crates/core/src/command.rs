@@ -1,5 +1,5 @@
-//! Command tools: subprocesses the engine spawns, reads and stops. Each runs in a session (and so a process group)
-//! of its own, so that a stop reaches whatever it started; stdout and stderr are read here into bounded captures
+//! Command tools: subprocesses the engine spawns, reads and stops. Each runs in a session of its own, so that a stop
+//! reaches whatever it started, in whatever process group of the session; stdout and stderr are read here into bounded captures
 //! (head and tail kept, the middle spilled to a file up to a cap); its time limits are kept here too, where each
 //! chunk of output is seen, so that output never has to cross to JS to count as progress.
 //!
@@ -25,7 +25,7 @@ use crate::result::{CommandEnd, CommandReport};
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct CommandLimits {
-    /// Between SIGTERM to the group and SIGKILL.
+    /// Between SIGTERM to the session and SIGKILL.
     pub kill_grace_ms: u64,
     pub on_timeout: OnTimeout,
     /// Bytes kept in memory per stream: half from its start, half from its end.
@@ -131,11 +131,11 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(200);
 const MAX_PROGRESS: usize = 1_000;
 /// The longest progress line passed on, in characters.
 const PROGRESS_CHARS: usize = 200;
-/// How often a group being stopped is looked at.
+/// How often a session being stopped is looked at.
 const POLL: Duration = Duration::from_millis(10);
-/// After SIGKILL, how long the group may take to be gone before the report says something still runs.
+/// After SIGKILL, how long the session may take to be gone before the report says something still runs.
 const AFTER_KILL: Duration = Duration::from_secs(2);
-/// After the process exits with its group gone, how long its output may stay open (held by a process that left
+/// After the process exits with its session gone, how long its output may stay open (held by a process that left
 /// the session) before reading stops.
 const DRAIN: Duration = Duration::from_millis(200);
 const CHUNK: usize = 64 * 1024;
@@ -160,10 +160,10 @@ struct HubState {
     closed: bool,
 }
 
-/// How the host stops one command: its process group, once known, and why it is to stop.
+/// How the host stops one command: its session, once known, and why it is to stop.
 #[derive(Default)]
 pub struct Control {
-    pgid: AtomicI32,
+    sid: AtomicI32,
     why: Mutex<Option<CommandEnd>>,
     stop: tokio::sync::Notify,
 }
@@ -259,13 +259,13 @@ impl Hub {
         }
     }
 
-    /// SIGKILL to every group still known, at once (the process is exiting: nothing will wait for a grace).
+    /// SIGKILL to every session still known, at once (the process is exiting: nothing will wait for a grace).
     pub fn kill_now(&self) {
         let state = lock(&self.state);
         for control in state.controls() {
-            let pgid = control.pgid.load(Ordering::Acquire);
-            if pgid > 0 {
-                signal_group(pgid, Signal::Kill);
+            let sid = control.sid.load(Ordering::Acquire);
+            if sid > 0 {
+                signal_session(sid, Signal::Kill);
             }
         }
     }
@@ -657,9 +657,12 @@ impl Signal {
     }
 }
 
+/// Signals every process of the command's session. The command leads a session of its own, so its id is the
+/// session's and its first process group's. What it starts may make groups of its own inside the session (coreutils
+/// `timeout`, a shell with job control): on Linux each of those groups is found through /proc and signalled too.
 #[cfg(unix)]
-fn signal_group(pgid: i32, signal: Signal) {
-    if pgid <= 0 {
+fn signal_session(sid: i32, signal: Signal) {
+    if sid <= 0 {
         return; // never kill(0) or kill(-1): those reach this process's own group, or every process
     }
     let sig = match signal {
@@ -667,53 +670,63 @@ fn signal_group(pgid: i32, signal: Signal) {
         Signal::Kill => libc::SIGKILL,
     };
     // SAFETY: kill(2) with a negative pid signals a process group; no memory is involved.
-    unsafe { libc::kill(-pgid, sig) };
-}
-
-#[cfg(not(unix))]
-fn signal_group(_pgid: i32, _signal: Signal) {}
-
-/// Whether any process of the group still runs. An exited process nobody has reaped yet (a zombie: its parent
-/// died and the system's init does not reap) runs no more and does not count.
-#[cfg(unix)]
-fn group_alive(pgid: i32) -> bool {
-    if pgid <= 0 {
-        return false;
-    }
-    // SAFETY: signal 0 only asks whether the group exists.
-    if unsafe { libc::kill(-pgid, 0) } != 0 {
-        return std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH);
-    }
+    unsafe { libc::kill(-sid, sig) };
     #[cfg(target_os = "linux")]
     {
-        linux_group_runs(pgid)
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        true
+        let mut groups = session_groups(sid).unwrap_or_default();
+        groups.sort_unstable();
+        groups.dedup();
+        for group in groups.into_iter().filter(|&g| g > 1 && g != sid) {
+            // SAFETY: as above; `group` is a process group of the command's session.
+            unsafe { libc::kill(-group, sig) };
+        }
     }
 }
 
 #[cfg(not(unix))]
-fn group_alive(_pgid: i32) -> bool {
+fn signal_session(_sid: i32, _signal: Signal) {}
+
+/// Whether any process of the session still runs. An exited process nobody has reaped yet (a zombie: its parent
+/// died and the system's init does not reap) runs no more and does not count.
+#[cfg(unix)]
+fn session_alive(sid: i32) -> bool {
+    if sid <= 0 {
+        return false;
+    }
+    #[cfg(target_os = "linux")]
+    if let Some(groups) = session_groups(sid) {
+        return !groups.is_empty();
+    }
+    // Only the command's own group can be seen: signal 0 asks whether it exists.
+    // SAFETY: signal 0 sends nothing.
+    unsafe { libc::kill(-sid, 0) == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH) }
+}
+
+#[cfg(not(unix))]
+fn session_alive(_sid: i32) -> bool {
     false
 }
 
-/// Reads /proc: a process of the group in any state but zombie or dead.
+/// The process group of each process of session `sid` in any state but zombie or dead, read from /proc; None when
+/// /proc cannot be read.
 #[cfg(target_os = "linux")]
-fn linux_group_runs(pgid: i32) -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return true };
-    entries.flatten().any(|entry| {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().filter(|n| n.bytes().all(|b| b.is_ascii_digit())) else { return false };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
-        // "pid (comm) state ppid pgrp …": comm may hold spaces and parentheses, so read from the last ')'.
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { return false };
-        let mut fields = rest.split_whitespace();
-        let state = fields.next().unwrap_or("");
-        let group = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
-        group == Some(pgid) && !matches!(state, "Z" | "X" | "x")
-    })
+fn session_groups(sid: i32) -> Option<Vec<i32>> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    let member = |name: &str| -> Option<i32> {
+        let stat = std::fs::read_to_string(format!("/proc/{name}/stat")).ok()?;
+        // "pid (comm) state ppid pgrp session …": comm may hold spaces and parentheses, so read from the last ')'.
+        let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+        let state = fields.next()?;
+        let pgrp = fields.nth(1)?.parse::<i32>().ok()?;
+        let session = fields.next()?.parse::<i32>().ok()?;
+        (session == sid && !matches!(state, "Z" | "X" | "x")).then_some(pgrp)
+    };
+    Some(
+        entries
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str().filter(|n| n.bytes().all(|b| b.is_ascii_digit())).and_then(member))
+            .collect(),
+    )
 }
 
 fn signal_name(signal: i32) -> String {
@@ -773,8 +786,8 @@ fn spawn(inv: &Invocation) -> std::io::Result<tokio::process::Child> {
     command.stdin(if inv.stdin.is_some() { Stdio::piped() } else { Stdio::null() });
     command.stdout(Stdio::piped()).stderr(Stdio::piped());
     // SAFETY: setsid is async-signal-safe, and nothing else runs between fork and exec. A session of its own
-    // makes the command a process group that one signal reaches whole, and keeps the terminal's signals (Ctrl-C
-    // to the server) from reaching it unasked.
+    // holds everything the command starts (only setsid leaves it), whatever process groups it makes, and keeps the
+    // terminal's signals (Ctrl-C to the server) from reaching it unasked.
     unsafe {
         command.pre_exec(|| {
             if libc::setsid() < 0 {
@@ -799,13 +812,13 @@ struct Stopping {
 }
 
 impl Stopping {
-    fn begin(pgid: i32, why: CommandEnd, grace: Duration, now: Instant) -> Self {
-        signal_group(pgid, Signal::Term);
+    fn begin(sid: i32, why: CommandEnd, grace: Duration, now: Instant) -> Self {
+        signal_session(sid, Signal::Term);
         Stopping { why, sent: Signal::Term, kill_at: Some(crate::timer::after(now, grace)) }
     }
 
-    fn escalate(&mut self, pgid: i32) {
-        signal_group(pgid, Signal::Kill);
+    fn escalate(&mut self, sid: i32) {
+        signal_session(sid, Signal::Kill);
         self.sent = Signal::Kill;
         self.kill_at = None;
     }
@@ -859,8 +872,8 @@ async fn watch(hub: Arc<Hub>, run: u32, launch: Launch, control: Arc<Control>, w
         }
     };
     let pid = child.id();
-    let pgid = pid.map_or(0, |id| id as i32);
-    control.pgid.store(pgid, Ordering::Release);
+    let sid = pid.map_or(0, |id| id as i32);
+    control.sid.store(sid, Ordering::Release);
     if let (Some(text), Some(mut stdin)) = (invocation.stdin.clone(), child.stdin.take()) {
         tokio::spawn(async move {
             use tokio::io::AsyncWriteExt;
@@ -888,7 +901,7 @@ async fn watch(hub: Arc<Hub>, run: u32, launch: Launch, control: Arc<Control>, w
         if exit.is_some() && drain_until.is_some_and(|at| now >= at) {
             break; // what holds the output open left the session: it is not ours to wait for
         }
-        // The next moment something is due: a limit, SIGKILL after the grace, or a look at the group.
+        // The next moment something is due: a limit, SIGKILL after the grace, or a look at the session.
         let mut due: Option<Instant> = None;
         let mut at = |t: Instant| due = Some(due.map_or(t, |d: Instant| d.min(t)));
         match (&stopping, &mode) {
@@ -937,23 +950,23 @@ async fn watch(hub: Arc<Hub>, run: u32, launch: Launch, control: Arc<Control>, w
             },
             status = child.wait(), if exit.is_none() => {
                 exit = Some(status.unwrap_or_else(|_| std::process::ExitStatus::default()));
-                // What it started and left behind in its group is stopped: nothing of a finished command runs on.
-                if stopping.is_none() && group_alive(pgid) {
+                // What it started and left behind in its session is stopped: nothing of a finished command runs on.
+                if stopping.is_none() && session_alive(sid) {
                     leftovers = true;
-                    stopping = Some(Stopping::begin(pgid, CommandEnd::Exit, grace, Instant::now()));
+                    stopping = Some(Stopping::begin(sid, CommandEnd::Exit, grace, Instant::now()));
                 }
             },
             _ = control.stop.notified() => {
                 if stopping.is_none() {
                     let why = control.stop_reason().unwrap_or(CommandEnd::Cancelled);
-                    stopping = Some(Stopping::begin(pgid, why, grace, Instant::now()));
+                    stopping = Some(Stopping::begin(sid, why, grace, Instant::now()));
                 }
             },
             _ = sleep => {
                 let now = Instant::now();
                 if let Some(s) = stopping.as_mut() {
                     if s.kill_at.is_some_and(|k| now >= k) {
-                        s.escalate(pgid);
+                        s.escalate(sid);
                     }
                 } else {
                     match mode {
@@ -970,19 +983,19 @@ async fn watch(hub: Arc<Hub>, run: u32, launch: Launch, control: Arc<Control>, w
                                     hub.finish(run, Some(finished), &wake);
                                     mode = Mode::Job { id, until: crate::timer::after(started, Duration::from_millis(limits.job_timeout_ms)) };
                                 }
-                                None => stopping = Some(Stopping::begin(pgid, CommandEnd::Timeout, grace, now)),
+                                None => stopping = Some(Stopping::begin(sid, CommandEnd::Timeout, grace, now)),
                             }
                         }
                         Mode::Foreground { .. } if idle.is_some_and(|idle| now >= crate::timer::after(last_output, idle)) => {
-                            stopping = Some(Stopping::begin(pgid, CommandEnd::IdleTimeout, grace, now));
+                            stopping = Some(Stopping::begin(sid, CommandEnd::IdleTimeout, grace, now));
                         }
                         Mode::Job { until, .. } if now >= until => {
-                            stopping = Some(Stopping::begin(pgid, CommandEnd::Timeout, grace, now));
+                            stopping = Some(Stopping::begin(sid, CommandEnd::Timeout, grace, now));
                         }
                         _ => {}
                     }
                 }
-                if exit.is_some() && drain_until.is_none() && !group_alive(pgid) {
+                if exit.is_some() && drain_until.is_none() && !session_alive(sid) {
                     drain_until = Some(now + DRAIN);
                 }
             },
@@ -990,7 +1003,7 @@ async fn watch(hub: Arc<Hub>, run: u32, launch: Launch, control: Arc<Control>, w
     }
     // The process is reaped and its output closed; what the stop began is seen through to the end.
     let still_running = match stopping.as_mut() {
-        Some(s) => !group_gone(pgid, s).await,
+        Some(s) => !session_gone(sid, s).await,
         None => false,
     };
     let duration = started.elapsed();
@@ -1084,15 +1097,15 @@ fn report_progress(hub: &Hub, run: u32, chunk: &[u8], last: &mut Option<Instant>
     hub.progress(run, line.chars().take(PROGRESS_CHARS).collect(), wake);
 }
 
-/// Waits for the group to be gone: SIGKILL when the grace ends, then a bounded wait. False when something of it
-/// still runs after all that.
-async fn group_gone(pgid: i32, stopping: &mut Stopping) -> bool {
+/// Waits for the session to be gone: SIGKILL when the grace ends, then a bounded wait in which SIGKILL reaches
+/// whatever was forked since. False when something of it still runs after all that.
+async fn session_gone(sid: i32, stopping: &mut Stopping) -> bool {
     let give_up = loop {
-        if !group_alive(pgid) {
+        if !session_alive(sid) {
             return true;
         }
         match stopping.kill_at {
-            Some(k) if Instant::now() >= k => stopping.escalate(pgid),
+            Some(k) if Instant::now() >= k => stopping.escalate(sid),
             None => break Instant::now() + AFTER_KILL,
             Some(_) => {}
         }
@@ -1100,9 +1113,10 @@ async fn group_gone(pgid: i32, stopping: &mut Stopping) -> bool {
     };
     while Instant::now() < give_up {
         tokio::time::sleep(POLL).await;
-        if !group_alive(pgid) {
+        if !session_alive(sid) {
             return true;
         }
+        signal_session(sid, Signal::Kill);
     }
     false
 }
