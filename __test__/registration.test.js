@@ -53,6 +53,30 @@ describe('register', () => {
       { name: 'TypeError', message: /^tool "remote": parameters is not a valid JSON Schema: .*https:\/\/example\.com\/s\.json/ })
   })
 
+  it('refuses a schema whose validation could explode, naming the construct; one within the bound answers a bad call', async () => {
+    // Each level `anyOf: [{$ref: next}, {$ref: next}]`: a value that matches nothing is tried along 2^levels paths.
+    const chain = (levels) => {
+      const $defs = { [`l${levels}`]: { type: 'string' } }
+      for (let i = 0; i < levels; i++) $defs[`l${i}`] = { anyOf: [{ $ref: `#/$defs/l${i + 1}` }, { $ref: `#/$defs/l${i + 1}` }] }
+      return { type: 'object', properties: { q: { $ref: '#/$defs/l0' } }, $defs }
+    }
+    const gate = new ToolExecutor()
+    for (const levels of [20, 40]) {
+      assert.throws(() => gate.register({ name: 'chain', parameters: chain(levels), handler: ok }), (err) => {
+        assert.equal(err.name, 'TypeError')
+        assert.match(err.message, /tool "chain": parameters cannot be used: checking one value against it could take more than 10000 evaluations/)
+        assert.match(err.message, /the anyOf at #\/\$defs\/l\d+ lead to the same subschemas/)
+        return true
+      })
+    }
+    assert.throws(() => gate.register({ name: 'chained_output', outputSchema: chain(20), handler: ok }), /outputSchema cannot be used/)
+    assert.deepEqual(gate.list(), [])
+    gate.register({ name: 'chain', parameters: chain(8), handler: ok })
+    const [result] = await gate.execute([{ name: 'chain', arguments: { q: 5 } }])
+    assertFailure(result, 'invalid_arguments')
+    assert.match(result.error, /\/q: does not match any of the allowed forms/)
+  })
+
   it('throws on a schema whose root is not an object schema', () => {
     const gate = new ToolExecutor()
     for (const parameters of [{ type: 'string' }, { type: 'array', items: {} }, {}]) {

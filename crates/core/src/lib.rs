@@ -31,6 +31,7 @@ pub mod registry;
 pub mod result;
 pub mod retry;
 pub mod scheduler;
+pub mod schema_cost;
 pub mod shape;
 pub mod shared;
 pub mod store;

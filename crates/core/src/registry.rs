@@ -12,6 +12,7 @@ use crate::breaker::BreakerConfig;
 use crate::budget::{self, Cost, Limit, Source};
 use crate::checks;
 use crate::judge;
+use crate::schema_cost;
 
 use crate::dedup::{Dedup, Mode};
 use crate::options::{EngineOptions, RetryPolicy, Risk, ToolSpec};
@@ -151,6 +152,10 @@ fn compile(name: &str, field: &str, schema: &Value) -> Result<Validator, String>
         .with_pattern_options(PatternOptions::regex())
         .build(schema)
         .map_err(|e| format!("tool \"{name}\": {field} is not a valid JSON Schema: {e}"))
+        .and_then(|validator| match schema_cost::check(schema) {
+            Ok(()) => Ok(validator),
+            Err(why) => Err(format!("tool \"{name}\": {field} cannot be used: {why}")),
+        })
 }
 
 /// Every alias must name a declared top-level property, and must not be one itself.
