@@ -196,6 +196,17 @@ describe('budgets', () => {
     await gate.close()
   })
 
+  it('never lets two holders share a budget, whatever their values hold', async () => {
+    const gate = new ToolExecutor({ budget: { maxCalls: 1, by: ['tenantId', 'userId'] } })
+    gate.register({ name: 'work', handler: () => 'ok' })
+    // Joined without care, these two would be the same holder: "tenantId=a␁userId=b␁userId=c".
+    const one = { tenantId: 'a\u0001userId=b', userId: 'c' }
+    const other = { tenantId: 'a', userId: 'b\u0001userId=c' }
+    assertSuccess((await gate.execute([{ name: 'work' }], { context: one }))[0], 'ok')
+    assertSuccess((await gate.execute([{ name: 'work' }], { context: other }))[0], 'ok')
+    assertFailure((await gate.execute([{ name: 'work' }], { context: one }))[0], 'budget_exceeded')
+  })
+
   it('gives back what a call that never ran spent, and never touches calls already running', async () => {
     const gate = new ToolExecutor({ budget: { maxCalls: 2 } })
     let release

@@ -102,12 +102,15 @@ impl Limit {
     }
 
     /// Writes its key in the store for a context's `fields` into `key`: the prefix, then each `by` field and its
-    /// value ("" when the context has none).
+    /// value ("" when the context has none). A value is the caller's text and may hold the separator, so its
+    /// length comes first: two holders meet only when every value is the same.
     pub fn key_into(&self, fields: &Fields, key: &mut String) {
+        use std::fmt::Write;
         key.clear();
         key.push_str(&self.prefix);
         for field in &self.by {
-            key.extend([SEP.encode_utf8(&mut [0; 4]) as &str, field, "=", fields.get(field).map_or("", String::as_str)]);
+            let value = fields.get(field).map_or("", String::as_str);
+            let _ = write!(key, "{SEP}{field}={}:{value}", value.len());
         }
     }
 
@@ -284,13 +287,24 @@ mod tests {
             (Kind::Cost, Source::Context, 2.5, 10.0),
         ]);
         assert_eq!(holder(&context.by, &f), [("tenantId".to_string(), "acme".to_string()), ("userId".to_string(), String::new())]);
-        assert_eq!(key(&limits[5], &f), "cost\u{1}*\u{1}tenantId=acme\u{1}userId=");
+        assert_eq!(key(&limits[5], &f), "cost\u{1}*\u{1}tenantId=4:acme\u{1}userId=0:");
         assert_ne!(key(&limits[1], &f), key(&limits[2], &f), "all calls and this tool's calls count apart");
         let shared = super::limits([(Source::Executor, Some(&executor)), (Source::Tool, None), (Source::Context, Some(&context_by_session))], "search", 0.0);
         let calls: Vec<_> = shared.iter().filter(|l| l.kind == Kind::Calls).collect();
         assert_eq!(calls.len(), 1, "both count the session's calls");
         assert_eq!((calls[0].limit, calls[0].source), (40.0, Source::Context));
         assert_ne!(key(&limits[1], &fields(&[("sessionId", "s2")])), key(&limits[1], &f), "another session, another counter");
+    }
+
+    #[test]
+    fn holders_whose_values_hold_the_separator_never_share_a_key() {
+        let context = budget(serde_json::json!({"maxCalls": 5, "by": ["tenantId", "userId"]}));
+        let limits = limits([(Source::Executor, None), (Source::Tool, None), (Source::Context, Some(&context))], "search", 0.0);
+        let one = fields(&[("tenantId", "a\u{1}userId=b"), ("userId", "c")]);
+        let other = fields(&[("tenantId", "a"), ("userId", "b\u{1}userId=c")]);
+        assert_ne!(key(&limits[0], &one), key(&limits[0], &other));
+        let digits = fields(&[("tenantId", "1:a"), ("userId", "")]);
+        assert_ne!(key(&limits[0], &digits), key(&limits[0], &fields(&[("tenantId", "1"), ("userId", "a")])));
     }
 
     #[test]
