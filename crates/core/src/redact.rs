@@ -18,7 +18,8 @@
 //!
 //! Precision: a redactor that eats ordinary data is useless. Prefixed tokens (`ghp_`, `AKIA`, ...)
 //! rely on their exact shape and are dropped when they look like placeholders (`xxxxxx`, `EXAMPLE`,
-//! `your`, ...). The generic rules (`secret-assignment`, `bearer-token`, `aws-secret-access-key`)
+//! `your`, ...); their prefix is enough to start one, so a token glued to the word before it (`run_ghp_…`,
+//! `keyAKIA…`) is found too. The generic rules (`secret-assignment`, `bearer-token`, `aws-secret-access-key`)
 //! also reject references (`process.env.X`), plain words, numbers and values of low Shannon entropy.
 //! A rejected candidate never hides a later secret: the search resumes inside it.
 
@@ -149,37 +150,37 @@ const BUILTINS: &[Builtin] = &[
             r#"\\?["']?[ \t]*(?::=|=>|[:=])[ \t]*\\?["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)"#,
         ),
     },
-    Builtin { name: "anthropic-api-key", check: Check::Token, pattern: r"(?-u:\b)sk-ant-(?:api|admin)[0-9]{2}-[A-Za-z0-9_-]{32,}" },
+    Builtin { name: "anthropic-api-key", check: Check::Token, pattern: r"sk-ant-(?:api|admin)[0-9]{2}-[A-Za-z0-9_-]{32,}" },
     Builtin {
         name: "openai-api-key",
         check: Check::Token,
-        pattern: r"(?-u:\b)sk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}|[A-Za-z0-9]{48}(?-u:\b)|[A-Za-z0-9_-]{8,}T3BlbkFJ[A-Za-z0-9_-]{8,})",
+        pattern: r"sk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}|[A-Za-z0-9]{48}(?-u:\b)|[A-Za-z0-9_-]{8,}T3BlbkFJ[A-Za-z0-9_-]{8,})",
     },
     Builtin {
         name: "github-token",
         check: Check::Token,
-        pattern: r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{82})(?-u:\b)",
+        pattern: r"(?:gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{82})(?-u:\b)",
     },
     Builtin {
         name: "gitlab-token",
         check: Check::Token,
-        pattern: r"(?-u:\b)(?:glpat|glptt|gldt|glrt)-[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)*",
+        pattern: r"(?:glpat|glptt|gldt|glrt)-[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)*",
     },
     Builtin {
         name: "slack-webhook",
         check: Check::Token,
         pattern: r"https://hooks\.slack\.com/services/(T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{16,})",
     },
-    Builtin { name: "slack-token", check: Check::Token, pattern: r"(?-u:\b)(?:xoxe\.)?xox[abeprs]-[A-Za-z0-9-]{10,}" },
-    Builtin { name: "stripe-key", check: Check::Token, pattern: r"(?-u:\b)[rs]k_(?:live|test)_[A-Za-z0-9]{24,}(?-u:\b)" },
+    Builtin { name: "slack-token", check: Check::Token, pattern: r"(?:xoxe\.)?xox[abeprs]-[A-Za-z0-9-]{10,}" },
+    Builtin { name: "stripe-key", check: Check::Token, pattern: r"[rs]k_(?:live|test)_[A-Za-z0-9]{24,}(?-u:\b)" },
     Builtin {
         name: "google-api-key",
         check: Check::Token,
         // The key may end in `-`, where `\b` cannot tell the end: the next char is matched instead.
-        pattern: r"(?-u:\b)(AIza[A-Za-z0-9_-]{35})(?:[^A-Za-z0-9_-]|$)",
+        pattern: r"(AIza[A-Za-z0-9_-]{35})(?:[^A-Za-z0-9_-]|$)",
     },
-    Builtin { name: "aws-access-key-id", check: Check::Token, pattern: r"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?-u:\b)" },
-    Builtin { name: "jwt", check: Check::Token, pattern: r"(?-u:\b)eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*" },
+    Builtin { name: "aws-access-key-id", check: Check::Token, pattern: r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?-u:\b)" },
+    Builtin { name: "jwt", check: Check::Token, pattern: r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*" },
     Builtin {
         name: "bearer-token",
         check: Check::Generic(3.0),
@@ -988,6 +989,9 @@ mod tests {
                 r#"{"Credentials": {"AccessKeyId": "[REDACTED:aws-access-key-id]", "SecretAccessKey": "[REDACTED:aws-secret-access-key]"}}"#,
             ),
             ("github-token", "export GITHUB_TOKEN=ghp_u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8d\n", "export GITHUB_TOKEN=[REDACTED:github-token]\n"),
+            // Glued to the word before it: the prefix starts the token.
+            ("github-token", "run_ghp_u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8d done", "run_[REDACTED:github-token] done"),
+            ("aws-access-key-id", "keyAKIAEJVQTIA4D5RGN5S7 rest", "key[REDACTED:aws-access-key-id] rest"),
             (
                 "github-token",
                 r#"curl -H "Authorization: token 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" https://api.github.com/user"#,
