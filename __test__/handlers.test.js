@@ -179,7 +179,9 @@ describe('handler return values', () => {
       throw new Error('é'.repeat(300))
     }, {}, { maxErrorChars: 40 })
     assert.equal(e.truncated, true)
-    assert.ok(e.error.endsWith('\n' + 'é'.repeat(20)), e.error.slice(-30))
+    // 40 characters in all, the 30 of the note of what was left out among them.
+    assert.ok(e.error.endsWith(' …\n' + 'é'.repeat(5)), e.error.slice(-30))
+    assert.equal([...e.error].length, 40)
     assert.ok(!e.error.includes('\uFFFD'), 'no character cut in half')
   })
 
@@ -265,7 +267,9 @@ describe('handler failures', () => {
     assert.equal(r.truncated, true)
     const full = `Tool "tool" failed: Error: ${message}`
     assert.equal(r.metadata.originalChars, full.length)
-    assert.equal(r.error, `${full.slice(0, 100)}\n… [${full.length - 200} characters omitted] …\n${full.slice(-100)}`)
+    // 200 characters exactly, the note of what was left out among them (31 characters here).
+    assert.equal(r.error, `${full.slice(0, 84)}\n… [${full.length - 169} characters omitted] …\n${full.slice(-85)}`)
+    assert.equal(r.error.length, 200)
     assert.ok(r.error.includes('HEAD') && r.error.endsWith('TAIL'))
     assert.equal(r.output, `Error (handler_error): ${r.error}`)
     assert.equal(marks(r).at(-1), 'shape:truncated')

@@ -208,7 +208,9 @@ describe('spilling long outputs to artifacts', () => {
     const full = `Tool "tool" failed: Error: ${message}`
     assert.equal(result.truncated, true)
     assert.equal(result.metadata.originalChars, full.length)
-    assert.equal(result.error, `${full.slice(0, 100)}\n… [${full.length - 200} characters omitted] …\n${full.slice(-100)}`)
+    // 200 characters exactly, the note of what was left out among them (31 characters here).
+    assert.equal(result.error, `${full.slice(0, 84)}\n… [${full.length - 169} characters omitted] …\n${full.slice(-85)}`)
+    assert.equal(result.error.length, 200)
     assert.equal(result.metadata.artifactPath, undefined, 'failures are cut, not spilled')
   })
 

@@ -196,15 +196,15 @@ impl Shaper {
     fn limit_error(&self, result: &mut ToolResult) -> &'static str {
         let (Some(error), Some(kind)) = (&result.error, result.error_kind) else { return "ok" };
         let total = char_count(error);
-        // Cut once: a text already cut holds its head, its tail and the count between, a little over the limit.
-        if total <= self.max_error_chars || result.truncated {
+        if total <= self.max_error_chars {
             return "ok";
         }
         let cut = head_and_tail(error, total, self.max_error_chars);
         result.output = failure_output(kind, &cut);
         result.error = Some(cut);
         result.truncated = true;
-        result.metadata.original_chars = Some(total);
+        // A text cut before (to another limit) keeps the length it first had.
+        result.metadata.original_chars.get_or_insert(total);
         "truncated"
     }
 
@@ -280,12 +280,20 @@ fn tail_from(text: &str, total: usize, n: usize) -> usize {
     }
 }
 
-/// A failure's text keeps its beginning (what failed) and its end (usually the cause).
+/// A failure's text keeps its beginning (what failed) and its end (usually the cause), in at most `keep`
+/// characters, the note of what was left out between them included. A limit too small for that note keeps the
+/// beginning alone.
 fn head_and_tail(text: &str, total: usize, keep: usize) -> String {
-    let head = &text[..cut_at(text, keep / 2)];
-    let tail = &text[tail_from(text, total, keep - keep / 2)..];
-    let omitted = total - char_count(head) - char_count(tail);
-    format!("{head}\n… [{omitted} characters omitted] …\n{tail}")
+    let omitted_note = |n: usize| format!("\n… [{n} characters omitted] …\n");
+    // What is left out is less than the whole, so its note is no longer than the whole's.
+    let note_chars = char_count(&omitted_note(total));
+    if keep < note_chars + 2 {
+        return format!("{}…", &text[..cut_at(text, keep.saturating_sub(1))]);
+    }
+    let room = keep - note_chars;
+    let head = &text[..cut_at(text, room / 2)];
+    let tail = &text[tail_from(text, total, room - room / 2)..];
+    format!("{head}{}{tail}", omitted_note(total - char_count(head) - char_count(tail)))
 }
 
 /// How much of each part of a structure a cut keeps.
@@ -400,13 +408,21 @@ mod tests {
 
     #[test]
     fn a_failure_keeps_head_and_tail() {
-        let s = shaper(20);
+        let s = shaper(60);
         let text = format!("START{}END", "x".repeat(100));
-        let mut r = ToolResult::failure("c".into(), "t".into(), ErrorKind::HandlerError, text, false);
+        let mut r = ToolResult::failure("c".into(), "t".into(), ErrorKind::HandlerError, text.clone(), false);
         assert_eq!(s.shape(&mut r, &call(1000), None), "truncated");
-        assert_eq!(r.error.clone().unwrap(), "STARTxxxxx\n… [88 characters omitted] …\nxxxxxxxEND");
+        assert_eq!(r.error.clone().unwrap(), "STARTxxxxxxxxxx\n… [78 characters omitted] …\nxxxxxxxxxxxxEND");
         assert!(r.output.starts_with("Error (handler_error): START") && r.output.ends_with("END"));
         assert!(r.truncated);
+        // The limit holds exactly, the note included, whatever the limit and the length.
+        for limit in 1..=120 {
+            for length in [limit + 1, 999, 12_345] {
+                let mut r = ToolResult::failure("c".into(), "t".into(), ErrorKind::HandlerError, "é".repeat(length), false);
+                shaper(limit).shape(&mut r, &call(1000), None);
+                assert!(char_count(r.error.as_deref().unwrap()) <= limit, "limit {limit}, length {length}: {:?}", r.error);
+            }
+        }
     }
 
     #[test]
