@@ -16,6 +16,10 @@ pub struct Parsed {
     pub parser_error: Option<String>,
 }
 
+/// The longest argument text that is not valid JSON which repair reads. Repair is linear but runs on the host's
+/// thread, where 10 MB of it would stall everything else; arguments that large are not a slip to mend.
+pub const MAX_REPAIR_BYTES: usize = 1 << 20;
+
 /// `lone_surrogates`: halves of surrogate pairs already read as U+FFFD where the call was read. `mend`: try to repair
 /// argument text that is not valid JSON (the repair station's JSON rules).
 pub fn parse(raw: RawArgs, lone_surrogates: usize, mend: bool) -> Result<Parsed, String> {
@@ -49,8 +53,12 @@ pub fn parse(raw: RawArgs, lone_surrogates: usize, mend: bool) -> Result<Parsed,
                 },
                 Ok(args) => Parsed { args, ..Parsed::default() },
                 Err(e) => {
-                    let error = format!("The arguments are not valid JSON ({e}). Send the arguments as one JSON object, e.g. {{\"key\": \"value\"}}.");
-                    match mend.then(|| repair::mend_arguments(&text)).flatten() {
+                    let mut error = format!("The arguments are not valid JSON ({e}). Send the arguments as one JSON object, e.g. {{\"key\": \"value\"}}.");
+                    let too_large = text.len() > MAX_REPAIR_BYTES;
+                    if mend && too_large {
+                        error.push_str(&format!(" At {} bytes they are too large to be repaired (at most {MAX_REPAIR_BYTES}): send them as valid JSON.", text.len()));
+                    }
+                    match (mend && !too_large).then(|| repair::mend_arguments(&text)).flatten() {
                         Some((args, mended)) => Parsed { args, mended, parser_error: Some(error) },
                         None => return Err(error),
                     }
@@ -90,6 +98,15 @@ mod tests {
         assert_eq!(mended.args, serde_json::json!({"q": "x"}));
         assert!(mended.parser_error.unwrap().contains("line 1 column 11"), "kept in case the mended call still fails");
         assert!(parse(RawArgs::Text("{\"q\": \"x\",}".into()), 0, false).is_err(), "not mended when repair is off");
+    }
+
+    #[test]
+    fn text_too_large_to_repair_is_refused_saying_so() {
+        let large = format!("{{\"q\": \"{}\",}}", "x".repeat(MAX_REPAIR_BYTES));
+        let err = parse(RawArgs::Text(large), 0, true).unwrap_err();
+        assert!(err.contains(&format!("At {} bytes they are too large to be repaired (at most 1048576)", MAX_REPAIR_BYTES + 10)), "{err}");
+        let small = format!("{{\"q\": \"{}\",}}", "x".repeat(MAX_REPAIR_BYTES - 100));
+        assert!(parse(RawArgs::Text(small), 0, true).is_ok(), "within the bound, mended");
     }
 
     #[test]

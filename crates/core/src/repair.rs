@@ -503,7 +503,7 @@ pub fn reread(schema: &Value, args: &Value, aliases: &Map<String, Value>, names:
         (!repairs.is_empty() && valid(&args)).then_some((args, repairs))
     };
     let in_place = repaired(args.clone(), Vec::new());
-    let unwrapped = unwrap(schema, args, aliases, names).filter(|_| options.wrappers).and_then(|(inner, how)| repaired(inner, vec![how]));
+    let unwrapped = unwrap(schema, args, aliases, names).filter(|_| options.wrappers).and_then(|(inner, how)| repaired(inner, how));
     match (in_place, unwrapped) {
         (Some(reading), None) | (None, Some(reading)) => Some(reading),
         _ => None,
@@ -513,7 +513,7 @@ pub fn reread(schema: &Value, args: &Value, aliases: &Map<String, Value>, names:
 /// The arguments inside a wrapper: an object whose one key is a wrapper key or the tool's name
 /// (`{"arguments": {…}}`, `{"search": {…}}`), or the whole call echoed (`{"name": "search", "arguments": …}`), the
 /// inside an object or a JSON string of one. A key the schema has (a property or an alias) is never a wrapper.
-fn unwrap(schema: &Value, args: &Value, aliases: &Map<String, Value>, names: [&str; 2]) -> Option<(Value, Repair)> {
+fn unwrap(schema: &Value, args: &Value, aliases: &Map<String, Value>, names: [&str; 2]) -> Option<(Value, Vec<Repair>)> {
     let map = args.as_object()?;
     let free = |key: &str| !declares(schema, schema, key, 0) && !aliases.contains_key(key);
     let wrapper = |key: &str| WRAPPER_KEYS.contains(&key) && free(key);
@@ -529,14 +529,32 @@ fn unwrap(schema: &Value, args: &Value, aliases: &Map<String, Value>, names: [&s
         }
         _ => return None,
     };
-    let inside = match inside {
-        Value::Object(_) => inside.clone(),
-        Value::String(text) => serde_json::from_str::<Value>(text).ok().filter(Value::is_object)?,
+    let mut inside = match inside {
+        Value::Object(inside) => inside.clone(),
+        Value::String(text) => match serde_json::from_str::<Value>(text).ok()? {
+            Value::Object(inside) => inside,
+            _ => return None,
+        },
         _ => return None,
     };
     let before = if rule == "call-echo" { map["name"].clone() } else { Value::String(key.clone()) };
-    Some((inside, Repair::new("", before, Value::Null, rule)))
+    let mut repairs = vec![Repair::new("", before, Value::Null, rule)];
+    // The tool's own name inside the envelope is part of the slip, not an argument: it goes with the envelope, even
+    // where the schema would let an extra property through to the handler.
+    let echoes: Vec<String> = inside
+        .iter()
+        .filter(|(k, v)| NAME_KEYS.contains(&k.as_str()) && v.as_str().is_some_and(|n| names.contains(&n)) && free(k))
+        .map(|(k, _)| k.clone())
+        .collect();
+    for echo in echoes {
+        let name = inside.shift_remove(&echo).expect("listed");
+        repairs.push(Repair::new(&format!("/{}", echo.replace('~', "~0").replace('/', "~1")), name, Value::Null, "name-echo"));
+    }
+    Some((Value::Object(inside), repairs))
 }
+
+/// Keys under which a model echoes the tool's name inside an envelope.
+const NAME_KEYS: [&str; 5] = ["name", "tool", "toolName", "tool_name", "function"];
 
 /// Whether `schema` (followed through `$ref`, and into `allOf`, `anyOf`, `oneOf`, `if`/`then`/`else` and
 /// `dependentSchemas`) may hold `key`: as a property, or a key a `patternProperties` pattern matches (or one that
@@ -1006,6 +1024,26 @@ mod tests {
         assert_eq!(reread_of(json!({"arguments": [inside]}), &on), None);
         assert_eq!(reread_of(json!({"arguments": "{\"query\": "}), &on), None, "a cut-off inside");
         assert_eq!(reread_of(json!({"arguments": inside}), &RepairOptions { wrappers: false, ..on.clone() }), None);
+    }
+
+    #[test]
+    fn the_tool_name_echoed_inside_a_removed_envelope_never_reaches_the_handler() {
+        // Extra properties allowed: the schema alone would let the echo through.
+        let schema = json!({"type": "object", "required": ["query"], "properties": {"query": {"type": "string"}}});
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let read = |args: Value| reread(&schema, &args, &Map::new(), ["search", "Search"], &RepairOptions::default(), |v| validator.is_valid(v));
+        let (args, repairs) = read(json!({"arguments": {"name": "search", "query": "x"}})).unwrap();
+        assert_eq!(args, json!({"query": "x"}));
+        assert_eq!(repairs.iter().map(|r| (r.path.as_str(), r.rule.as_str())).collect::<Vec<_>>(), [("", "wrapper-key"), ("/name", "name-echo")]);
+        let (args, _) = read(json!({"name": "search", "arguments": {"tool": "Search", "query": "x"}})).unwrap();
+        assert_eq!(args, json!({"query": "x"}), "under the name it was called by too");
+        let (args, _) = read(json!({"arguments": {"name": "someone else", "query": "x"}})).unwrap();
+        assert_eq!(args, json!({"name": "someone else", "query": "x"}), "a name that is not the tool's is an argument");
+        // A key the schema declares is an argument, whatever it holds.
+        let declared = json!({"type": "object", "required": ["query"], "properties": {"query": {"type": "string"}, "name": {"type": "string"}}});
+        let validator = jsonschema::validator_for(&declared).unwrap();
+        let (args, _) = reread(&declared, &json!({"arguments": {"name": "search", "query": "x"}}), &Map::new(), ["search", "search"], &RepairOptions::default(), |v| validator.is_valid(v)).unwrap();
+        assert_eq!(args, json!({"name": "search", "query": "x"}));
     }
 
     #[test]
