@@ -338,7 +338,7 @@ describe('toolgate/openai-agents: time, cancellation, context', () => {
 
     assert.deepEqual(model.calls[0].request.tools.map((t) => t.name), ['read'])
     assert.equal(seen[0], context)
-    assert.match(Object.fromEntries(resultsIn(model.calls[1])).c2, /^Error \(permission_denied\): Tool "write" is not allowed here: refused by the context's deniedTools/)
+    assert.match(Object.fromEntries(resultsIn(model.calls[1])).c2, /^Error \(unknown_tool\): There is no tool named "write"\. Available tools: read\./)
   })
 
   it('takes the context from a function of the run, once per run, so that one response stays one turn', async () => {

@@ -219,14 +219,13 @@ describe('permission', () => {
   ])
 
   /**
-   * permission_denied: says "not allowed", never reads as an argument problem, and comes straight after lookup
-   * (the arguments of a tool the context may not use are not even read).
+   * A tool the context may not use is answered as a name that does not exist (a refusal naming it would tell the
+   * model it is there), at lookup, so its arguments are not even read; the program still sees what hid it.
    */
   function assertDenied(result, name, list) {
-    assertRefused(result, 'permission_denied', 'permission:permission_denied',
-      `Tool "${name}" is not allowed here: refused by the context's ${list}. Do not call it again this way; continue with what you may do, or tell the user what you could not do.`)
-    assert.ok(!/invalid/i.test(result.output), result.output)
-    assert.deepEqual(marks(result), ['lookup:found', 'permission:permission_denied'])
+    assertRefused(result, 'unknown_tool', 'lookup:unknown_tool', `There is no tool named "${name}".`)
+    assert.ok(!/invalid|allowed/i.test(result.output), result.output)
+    assert.deepEqual(marks(result), ['lookup:unknown_tool'])
     assert.deepEqual(result.metadata.permission, { decision: 'denied', by: `refused by the context's ${list}` })
   }
 
@@ -335,7 +334,7 @@ describe('stations together', () => {
       { id: '6', name: 'search', input: { q: 'x' } },
     ], { context: { deniedTools: ['admin'] } })
     assert.deepEqual(results.map((r) => r.errorKind ?? 'ok'),
-      ['unknown_tool', 'invalid_arguments', 'invalid_arguments', 'permission_denied', 'approval_denied', 'ok'])
+      ['unknown_tool', 'invalid_arguments', 'invalid_arguments', 'unknown_tool', 'approval_denied', 'ok'])
     assert.deepEqual(results.map((r) => r.callId), ['1', '2', '3', '4', '5', '6'])
     assert.deepEqual(results.map((r) => r.retryable), [false, false, false, false, false, false])
     assert.deepEqual(calls, { search: 1, admin: 0, deploy: 0 })

@@ -273,8 +273,8 @@ describe('retries', () => {
       { name: 'missing' },
       { name: 'strict', input: { id: [7] } },
       { name: 'guarded' },
-      { name: 'secret' },
-    ], { context: { deniedTools: ['secret'] } })
+      { name: 'secret', input: { x: 'y' } },
+    ], { context: { permissions: { deny: [{ tool: 'secret', args: { x: '*' } }] } } })
     results.slice(0, cases.length).forEach((r, i) => {
       assert.equal(r.errorKind, 'handler_error', cases[i][0])
       assert.equal(r.retryable, false, cases[i][0])

@@ -762,6 +762,11 @@ impl Engine {
                     tool
                 }
                 None => {
+                    // A tool the context may not know of is answered as a name that does not exist; the audit
+                    // keeps what hid it.
+                    if let Some(Decision::Deny { by, .. }) = self.registry.get(&call.name).map(|t| policy.decide(t, &Value::Null, |_| false)) {
+                        slot.permission = Some(("denied", by));
+                    }
                     // The name is the model's, not a tool's: cut short and redacted, like the error that quotes it.
                     let shown = clip(&self.shaper.redact_text(&call.name), QUOTED_CHARS).into_owned();
                     refuse(&mut slot, "lookup", &shown, ErrorKind::UnknownTool, error);
@@ -771,8 +776,8 @@ impl Engine {
         };
         let name = tool.spec.name.clone();
         slot.tool = Some(tool.clone());
-        // A tool this context may not use is refused before its arguments are read: validating them would
-        // only teach the model the parameters of a tool it cannot call.
+        // A tool this context may not use (hidden by a deny rule that says why) is refused before its arguments
+        // are read: validating them would only teach the model the parameters of a tool it cannot call.
         if !policy.visible(&tool) {
             if let Decision::Deny { kind, error, by } = policy.decide(&tool, &Value::Null, |_| false) {
                 slot.permission = Some(("denied", by));

@@ -9,21 +9,27 @@ use crate::text::{edit_distance_within, fold, list, quote};
 /// The most tool names an unknown-tool error lists (the provider was sent the whole list with the definitions).
 const LISTED_TOOLS: usize = 50;
 
-/// `redact`: the called name as the error may quote it (redacted whole before it is cut).
+/// `redact`: the called name as the error may quote it (redacted whole before it is cut). A tool the context may
+/// not know of is not found: a refusal that named it would tell the model it exists.
 pub fn lookup(registry: &Registry, policy: &Policy, name: &str, redact: impl Fn(&str) -> String) -> Result<Arc<Tool>, String> {
-    if let Some(tool) = registry.get(name) {
-        return Ok(tool.clone());
+    match registry.get(name) {
+        Some(tool) if !policy.conceals(tool) => Ok(tool.clone()),
+        _ => Err(unknown(registry, policy, name, redact)),
     }
+}
+
+/// The error for a name no tool this context may use has.
+fn unknown(registry: &Registry, policy: &Policy, name: &str, redact: impl Fn(&str) -> String) -> String {
     let visible: Vec<&str> = registry.iter().filter(|t| policy.visible(t)).map(|t| t.spec.name.as_str()).collect();
     let called = if name.is_empty() { "The call names no tool.".to_string() } else { format!("There is no tool named {}.", quote(&redact(name))) };
     if visible.is_empty() {
-        return Err(format!("{called} No tools are available here; answer without calling a tool."));
+        return format!("{called} No tools are available here; answer without calling a tool.");
     }
     let hint = match closest(name, &visible) {
         Some(best) => format!(" Did you mean \"{best}\"?"),
         None => String::new(),
     };
-    Err(format!("{called}{hint} Available tools: {}. Call one of these by its exact name.", list(&visible, LISTED_TOOLS)))
+    format!("{called}{hint} Available tools: {}. Call one of these by its exact name.", list(&visible, LISTED_TOOLS))
 }
 
 /// The one tool this context may use whose name is the called name ignoring case and separators

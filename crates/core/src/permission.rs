@@ -2,8 +2,10 @@
 //!
 //! The decision, in this order, with the first match deciding:
 //! 1. the context's lists and risk ceiling (`allowedTools`, `deniedTools`, `maxRisk`): a tool outside them is not
-//!    even visible to the context, and is refused before its arguments are read;
-//! 2. `deny` rules (the executor's and the context's): deny always wins;
+//!    even visible to the context, and is answered as a tool that does not exist (lookup's);
+//! 2. `deny` rules (the executor's and the context's): deny always wins. A rule without argument patterns hides its
+//!    tools as the lists do, and without a reason they are answered as tools that do not exist too; with a reason,
+//!    a call is refused with it, before its arguments are read;
 //! 3. `ask` rules (and `needsApproval` tools): the approval callback decides, unless the mode is `acceptAll`;
 //! 4. `allow` rules;
 //! 5. the mode, when no rule matched: `default` asks for tools above `read`, `acceptAll` allows, `readOnly` allows
@@ -221,6 +223,12 @@ impl Policy {
     /// rule with no argument patterns hides its tools too.
     pub fn visible(&self, tool: &Tool) -> bool {
         self.hidden_by(tool).is_none()
+    }
+
+    /// Whether the context may not even know the tool is there: hidden, and by nothing that gives a reason (a deny
+    /// rule with a reason is the application speaking to the model, and is refused with it).
+    pub fn conceals(&self, tool: &Tool) -> bool {
+        matches!(self.hidden_by(tool), Some((_, None)))
     }
 
     /// What hides the tool, and the reason a deny rule that does gives.

@@ -70,10 +70,11 @@ fn unknown_tools_are_suggested_only_from_what_the_context_may_use() {
 fn permission_says_not_allowed_and_approval_is_separate() {
     let mut h = host();
     let policy = Policy { allowed_tools: Some(vec!["search".into(), "deploy".into()]), ..Policy::default() };
-    let turn = h.begin(json!([{"name": "write_file", "input": {"path": "a"}}, {"name": "deploy"}]), policy);
+    let turn = h.begin(json!([{"name": "write_file", "input": {"path": "a"}}, {"name": "deploy"}, {"name": "no_such_tool"}]), policy);
     let results = h.results(turn);
-    assert_eq!(results[0].error_kind, Some(ErrorKind::PermissionDenied));
-    assert!(error(&results[0]).contains("is not allowed here: refused by the context's allowedTools"), "{}", error(&results[0]));
+    // A tool outside the context's lists is answered as a name that does not exist: nothing tells it is there.
+    assert_eq!(results[0].error_kind, Some(ErrorKind::UnknownTool));
+    assert_eq!(error(&results[0]), error(&results[2]).replace("no_such_tool", "write_file"), "{}", error(&results[0]));
     assert!(!error(&results[0]).contains("invalid"));
     assert_eq!(results[1].error_kind, Some(ErrorKind::ApprovalDenied));
     assert!(h.log.is_empty(), "no handler ran");
@@ -81,7 +82,7 @@ fn permission_says_not_allowed_and_approval_is_separate() {
     let denied = Policy { denied_tools: vec!["search".into()], ..Policy::default() };
     let turn = h.begin(json!([{"name": "search", "input": {"wrong": 1}}]), denied);
     let results = h.results(turn);
-    assert_eq!(results[0].error_kind, Some(ErrorKind::PermissionDenied), "refused before its schema could leak");
+    assert_eq!(results[0].error_kind, Some(ErrorKind::UnknownTool), "refused before its schema could leak");
     assert!(!error(&results[0]).contains("query"));
 
     let approved = Policy { approved_tools: vec!["deploy".into()], ..Policy::default() };
