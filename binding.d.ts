@@ -74,6 +74,8 @@ export declare class Engine {
   judged(run: number, reason: string): void
   /** The handler of `run` reported progress; false when the run is already over. */
   progress(run: number): boolean
+  /** What listeners see of a progress report (JSON): redacted and cut; null when it is so already. */
+  shapeProgress(infoJson: string): string | null
   /** A handler that timed out or was cancelled settled anyway. */
   noteLateSettlement(tool: string): void
   /** The engine's counters as JSON, per tool and in total. */

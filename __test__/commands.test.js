@@ -303,6 +303,17 @@ describe('command tools: output', () => {
     assert.ok(!fs.readFileSync(result.metadata.command.stdoutArtifact, 'utf8').includes(token), 'nor in the artifact')
   })
 
+  it('the lines a command reports as progress are redacted', async () => {
+    const gate = executor()
+    const token = `ghp_${'Zq4R8sT2vW6xY1bN3mK5pL7jH9gF0dC2aE4x'}`
+    gate.registerCommand({ name: 'leaky', command: () => ({ shell: `echo "password=hunter2hunter2 ${token}"; sleep 0.3; echo done` }) })
+    const lines = []
+    assertSuccess(await one(gate, 'leaky', {}, { onProgress: (event) => lines.push(event.info.line) }))
+    assert.ok(lines.length >= 1, 'the first line was reported')
+    assert.ok(!lines.join('\n').includes(token), lines.join('\n'))
+    assert.ok(!lines.join('\n').includes('hunter2hunter2'), lines.join('\n'))
+  })
+
   it('running commands report their latest line to onProgress', async () => {
     const gate = executor()
     const lines = []

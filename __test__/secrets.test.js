@@ -26,6 +26,52 @@ function observed(tools, options = {}) {
 }
 
 describe('secrets outside the usual places', () => {
+  it("redacts a call id where it is shown or names something: artifacts, traces, audit, errors; the result keeps it", async () => {
+    const id = `call_${TOKEN}`
+    const { gate, everything } = observed([
+      { name: 'dump', readOnly: true, handler: () => 'y'.repeat(500) },
+      { name: 'fail', handler: () => { throw new Error('no') } },
+      { name: 'after' },
+      { name: 'stuck', readOnly: true, timeoutMs: 30, handler: () => new Promise((resolve) => setTimeout(resolve, 80, 'late')) },
+    ], { maxOutputChars: 100 })
+    const results = await gate.execute([{ id, name: 'dump' }, { id, name: 'stuck' }, { id, name: 'fail' }, { id: 'c4', name: 'after' }], { stopOnError: true })
+    assert.deepEqual(results.map((r) => r.callId), [id, id, id, 'c4'], 'the result pairs with its call by the id as sent')
+    assert.equal(results[0].truncated, true)
+    assert.ok(!results[0].metadata.artifactPath.includes(TOKEN), results[0].metadata.artifactPath)
+    assertFailure(results[1], 'timeout')
+    assertFailure(results[3], 'not_executed', 'call call_[REDACTED:github-token] ("fail") before it failed')
+    await sleep(120) // the late settlement's trace event
+    const text = await everything(results.map((r) => ({ ...r, callId: undefined })))
+    assert.ok(!text.includes(TOKEN), text.slice(text.indexOf(TOKEN) - 200, text.indexOf(TOKEN) + 50))
+    assert.match(text, /"type":"station","traceId":"[^"]+","callId":"call_\[REDACTED:github-token\]"/)
+    assert.match(text, /"records":\[\{"traceId":"[^"]+","callId":"call_\[REDACTED:github-token\]"/)
+    assert.match(text, /"type":"late_settlement","callId":"call_\[REDACTED:github-token\]"/)
+  })
+
+  it('redacts progress reports and caps their size before any listener sees them', async () => {
+    const heard = { executor: [], turn: [] }
+    const plain = { stage: 'reading', done: 1 }
+    const { gate } = gateWith([{ name: 'job', handler: (_a, ctx) => {
+      ctx.progress(`token ${TOKEN} found`)
+      ctx.progress({ stage: 'auth', header: `Bearer ${TOKEN}`, [TOKEN]: 1 })
+      ctx.progress('x'.repeat(100_000))
+      ctx.progress(plain)
+      ctx.progress(7)
+      return 'done'
+    } }], { onProgress: (event) => heard.executor.push(event.info) })
+    assertSuccess((await gate.execute([{ name: 'job' }], { onProgress: (event) => heard.turn.push(event.info) }))[0], 'done')
+    for (const seen of [heard.executor, heard.turn]) {
+      assert.equal(seen.length, 5)
+      assert.ok(!JSON.stringify(seen).includes(TOKEN), JSON.stringify(seen).slice(0, 500))
+      assert.equal(seen[0], 'token [REDACTED:github-token] found')
+      assert.equal(seen[1].stage, 'auth')
+      assert.match(seen[1].header, /REDACTED/)
+      assert.ok(JSON.stringify(seen[2]).length <= 2_000, `cut to the cap: ${JSON.stringify(seen[2]).length}`)
+      assert.equal(seen[3], plain, 'a report with nothing to change is passed on as it was given')
+      assert.equal(seen[4], 7)
+    }
+  })
+
   it('redacts a token used as a tool name, an argument key and an abort reason, everywhere', async () => {
     const { gate, everything } = observed([
       { name: 'strict', parameters: { type: 'object', properties: { q: { type: 'string' } }, additionalProperties: false } },

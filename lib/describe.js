@@ -124,6 +124,16 @@ function reprOf(value) {
   }
 }
 
+/** A value as JSON text for the engine to read; one that cannot be shown as JSON (a cycle, a getter that throws)
+ * says so, as `what`. */
+function jsonOf(value, what) {
+  try {
+    return JSON.stringify(value, bigintToString) ?? 'null'
+  } catch {
+    return `"(${what} that cannot be shown as JSON)"`
+  }
+}
+
 /** The message an Error-like value carries, when it is a string; never throws. */
 function messageOf(value) {
   try {
@@ -150,4 +160,4 @@ function abortReasonText(reason) {
   return text ? `aborted by the caller: ${text}` : 'aborted by the caller'
 }
 
-module.exports = { bigintToString, describeReturn, describeThrown, reprOf, textOf, thrownText, clip, abortReasonText }
+module.exports = { bigintToString, describeReturn, describeThrown, jsonOf, reprOf, textOf, thrownText, clip, abortReasonText }

@@ -6,7 +6,7 @@
 const { Engine } = require('./native.js')
 const observe = require('./observe.js')
 const { DEFINITION_FORMATS } = require('./formats.js')
-const { describeReturn, describeThrown, abortReasonText, bigintToString, textOf, reprOf } = require('./describe.js')
+const { describeReturn, describeThrown, abortReasonText, jsonOf, textOf, reprOf } = require('./describe.js')
 const { argumentsOf, internalFailures, programmerError, policyJson, readResults, serializeCalls } = require('./wire.js')
 const { ENGINE_OPTIONS, LISTENER_OPTIONS, OBSERVER_OPTIONS, SPEC_FIELDS, TURN_OPTIONS, finiteNumbers, offAsOptions, pick, takeListeners, takeObservers } = require('./options.js')
 const { callHost, describeProblem, readApproval, judgeValue, callListener, warn } = require('./callbacks.js')
@@ -928,7 +928,7 @@ class ToolExecutor {
    * turn, its calls and their outputs, and the arguments go), with the arguments as a late-settlement trace
    * would show them when one can be sent. */
   #abandon(call) {
-    if (this.#listeners.onTrace) this.#guard(() => { call.argsSnapshot = this.#snapshots([call.args])[0] })
+    this.#snapshotForTrace(call)
     call.release()
     // Handlers that never settle may pile up on a server that runs for weeks: the oldest records go.
     if (this.#abandoned.size > MAX_ABANDONED) this.#abandoned.delete(this.#abandoned.keys().next().value)
@@ -949,7 +949,7 @@ class ToolExecutor {
   #overdue([run, endedBy, outcome, afterMs]) {
     const call = this.#crossing.get(run)
     if (call === undefined) return
-    if (this.#listeners.onTrace) this.#guard(() => { call.argsSnapshot = this.#snapshots([call.args])[0] })
+    this.#snapshotForTrace(call)
     this.#traceLate(call, endedBy, outcome, afterMs)
   }
 
@@ -960,9 +960,14 @@ class ToolExecutor {
     this.#emitTrace(event)
   }
 
+  /** The call's arguments and id as a late-settlement trace shows them, taken while it still has them. */
+  #snapshotForTrace(call) {
+    if (this.#listeners.onTrace) this.#guard(() => { [call.argsSnapshot, call.idSnapshot] = this.#snapshots([call.args, call.callId]) })
+  }
+
   #traceLate(call, endedBy, outcome, afterMs) {
     this.#emitTrace({
-      type: 'late_settlement', callId: call.callId, toolName: call.toolName, attempt: call.attempt, endedBy, outcome, afterMs,
+      type: 'late_settlement', callId: call.idSnapshot, toolName: call.toolName, attempt: call.attempt, endedBy, outcome, afterMs,
       args: call.argsSnapshot,
     })
   }
@@ -970,13 +975,7 @@ class ToolExecutor {
   /** Arguments as a trace shows them, one crossing for a whole turn: secrets redacted, each one's size capped.
    * One that cannot be shown as JSON (a handler may have changed it) says so. */
   #snapshots(list) {
-    const json = list.map((args) => {
-      try {
-        return JSON.stringify(args, bigintToString) ?? 'null'
-      } catch {
-        return '"(arguments that cannot be shown as JSON)"'
-      }
-    })
+    const json = list.map((args) => jsonOf(args, 'arguments'))
     return JSON.parse(this.#engine.snapshots(`[${json.join(',')}]`))
   }
 
@@ -985,10 +984,21 @@ class ToolExecutor {
     let alive = false
     if (this.#runs.has(run)) this.#guard(() => { alive = this.#engine.progress(run) })
     if (!alive) return
-    const event = { callId: call.callId, toolName: call.toolName, attempt: call.attempt, info }
-    for (const listener of [this.#listeners.onProgress, call.turn.onProgress]) {
-      if (listener) callListener(listener, event, 'onProgress')
-    }
+    const listeners = [this.#listeners.onProgress, call.turn.onProgress].filter(Boolean)
+    if (listeners.length === 0) return
+    const event = { callId: call.callId, toolName: call.toolName, attempt: call.attempt, info: this.#shapedProgress(info) }
+    for (const listener of listeners) callListener(listener, event, 'onProgress')
+  }
+
+  /** Progress reaches the user or a client's model: secrets redacted and its size capped, as a trace shows
+   * arguments. A report with nothing to change is passed on as it was given. */
+  #shapedProgress(info) {
+    if (info === null || (typeof info !== 'object' && typeof info !== 'string')) return info
+    let shaped
+    this.#guard(() => { shaped = this.#engine.shapeProgress(jsonOf(info, 'progress')) })
+    // An engine that failed to shape it shows nothing of it.
+    if (shaped === null) return info
+    return shaped === undefined ? undefined : JSON.parse(shaped)
   }
 
   #emitTrace(event) {
@@ -1021,21 +1031,26 @@ class ToolExecutor {
   #report(turn, results) {
     const { onTrace, auditSink, onRecord, otel, tracer } = this.#observers
     const traceId = `${this.#engine.id}-${turn.id}`
-    const args = auditSink || onRecord || onTrace ? this.#snapshots(turn.calls.map(argumentsOf)) : undefined
+    const recorded = auditSink || onRecord || onTrace
+    const spans = turn.span?.isRecording()
+    // A model may put a secret in a call's id as in its arguments: both as an observer may see them, in one crossing.
+    const shown = recorded || spans ? this.#snapshots([...results.map((r) => r.callId), ...(recorded ? turn.calls.map(argumentsOf) : [])]) : []
+    const ids = shown.slice(0, results.length)
+    const args = shown.slice(results.length)
     if (auditSink || onRecord) {
       for (const [i, r] of results.entries()) {
-        const record = observe.auditRecord(traceId, r, args[i], turn.context)
+        const record = observe.auditRecord(traceId, r, ids[i], args[i], turn.context)
         if (auditSink) auditSink.write(record)
         if (onRecord) callListener(onRecord, record, 'audit.onRecord')
       }
     }
     if (turn.span) {
       // Without an SDK the API hands out spans that record nothing: no call spans are made then.
-      if (turn.span.isRecording()) observe.callSpans(otel, tracer, turn.span, results)
+      if (spans) observe.callSpans(otel, tracer, turn.span, results, ids)
       turn.span.end()
     }
     if (onTrace) {
-      const events = observe.traceEvents(traceId, results, args)
+      const events = observe.traceEvents(traceId, results, ids, args)
       setImmediate(() => callListener(onTrace, events, 'onTrace'))
     }
   }
@@ -1053,8 +1068,9 @@ class RunningCall {
     this.args = args
     /** The engine's id for this attempt. */
     this.run = undefined
-    /** The arguments as a late-settlement trace shows them, taken when the call is abandoned. */
+    /** The arguments and the id as a late-settlement trace shows them, taken when the call is abandoned. */
     this.argsSnapshot = undefined
+    this.idSnapshot = undefined
     this.startedAt = now()
     this.controller = undefined
     /** Why the call was aborted: the caller's reason, or (made only when a signal needs it: a DOMException costs a

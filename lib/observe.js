@@ -9,8 +9,9 @@ const { clip } = require('./describe.js')
 /** Context fields an audit record carries when the execution context has them. */
 const AUDIT_IDS = ['agentId', 'sessionId', 'userId', 'tenantId']
 
-/** Trace events of one finished turn: per call, one event per station it passed, with what decided it. */
-function traceEvents(traceId, results, args) {
+/** Trace events of one finished turn: per call, one event per station it passed, with what decided it. `ids` and
+ * `args`: the calls' ids and arguments as a trace shows them (redacted, capped). */
+function traceEvents(traceId, results, ids, args) {
   const events = []
   for (const [i, r] of results.entries()) {
     const { stages, timings, startedAt } = r.metadata
@@ -23,7 +24,7 @@ function traceEvents(traceId, results, args) {
       const next = timings && s + 1 < stages.length ? timings[s + 1] : undefined
       if (station === 'invoke') attempt += 1
       const event = {
-        type: 'station', traceId, callId: clip(r.callId, AUDIT_FIELD_CHARS), toolName: r.name, station, outcome,
+        type: 'station', traceId, callId: ids[i], toolName: r.name, station, outcome,
         at: at === undefined ? startedAt : startedAt + at,
         durationMs: at === undefined || next === undefined ? 0 : next - at,
       }
@@ -66,9 +67,10 @@ function decidedBy(r, station, outcome, attempt) {
 /** The longest text an audit record holds in one field: a model's id or an error may be any length. */
 const AUDIT_FIELD_CHARS = 2_000
 
-/** One audit record per call; its texts capped, so that no call can write a line of unbounded size. */
-function auditRecord(traceId, r, args, context) {
-  const record = { traceId, callId: clip(r.callId, AUDIT_FIELD_CHARS), tool: clip(r.name, AUDIT_FIELD_CHARS) }
+/** One audit record per call; its texts capped, so that no call can write a line of unbounded size. `callId` and
+ * `args` as a trace shows them (redacted, capped). */
+function auditRecord(traceId, r, callId, args, context) {
+  const record = { traceId, callId, tool: clip(r.name, AUDIT_FIELD_CHARS) }
   for (const key of AUDIT_IDS) {
     const value = context?.[key]
     if (typeof value === 'string' || typeof value === 'number') record[key] = clip(String(value), AUDIT_FIELD_CHARS)
@@ -187,14 +189,14 @@ function startTurnSpan(otel, tracer, callCount) {
 }
 
 /** A span per call under the turn's span, with the GenAI semantic conventions' attribute names. */
-function callSpans(otel, tracer, turnSpan, results) {
+function callSpans(otel, tracer, turnSpan, results, ids) {
   const parent = otel.trace.setSpan(otel.context.active(), turnSpan)
-  for (const r of results) {
+  for (const [i, r] of results.entries()) {
     const start = r.metadata.startedAt + (r.metadata.queuedMs ?? 0)
     const attributes = {
       'gen_ai.operation.name': 'execute_tool',
       'gen_ai.tool.name': r.name,
-      'gen_ai.tool.call.id': r.callId,
+      'gen_ai.tool.call.id': ids[i],
       'gen_ai.tool.type': 'function',
       'toolgate.attempts': r.attempts,
       'toolgate.cached': r.cached,

@@ -328,6 +328,12 @@ impl Engine {
         self.inner.progress(run, now)
     }
 
+    /// What listeners see of a progress report (JSON): redacted and cut; null when it is so already.
+    #[napi(catch_unwind)]
+    pub fn shape_progress(&self, info_json: String) -> Option<String> {
+        self.inner.shape_progress(&info_json)
+    }
+
     /// A handler that timed out or was cancelled settled anyway.
     #[napi(catch_unwind)]
     pub fn note_late_settlement(&mut self, tool: String) {

@@ -143,12 +143,14 @@ impl Artifacts {
             folder.total_bytes -= oldest.bytes;
             let _ = fs::remove_file(&oldest.path);
         }
+        // The stem holds a call id, the model's own text: a secret in it stays out of the name the model reads.
+        let stem = safe_stem(&self.redactor.redact(stem, &mut Redactions::new()));
         // A name taken already (another executor shares the folder) is passed over, never written to.
         let mut tries = 0;
         let path = loop {
             folder.next += 1;
             tries += 1;
-            let path = root.join(format!("{}-{}.{extension}", safe_stem(stem), folder.next));
+            let path = root.join(format!("{stem}-{}.{extension}", folder.next));
             match write_new(&path, bytes) {
                 Ok(()) => break path,
                 Err(Failed::Exists) if tries < 1_000 => continue,

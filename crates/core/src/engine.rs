@@ -33,7 +33,7 @@ use crate::scheduler::Schedule;
 use crate::shape::Shaper;
 use crate::shared::{CountPlan, Op};
 use crate::store::{Bucket, MemoryLimits, MemoryStore, Store, Take};
-use crate::text::{clip, QUOTED_CHARS};
+use crate::text::{char_count, clip, QUOTED_CHARS};
 use crate::timer::{after, Deadlines};
 use crate::judge;
 use crate::metrics::CallMetrics;
@@ -650,7 +650,7 @@ impl Engine {
                 let (mut slot, mut valid_args) = self.admit(&mut call, &policy);
                 if let (Some(_), Some((id, name)), Some(t)) = (&valid_args, &stopped_by, &slot.tool) {
                     slot.marks.push(mark("invoke", "not_executed"));
-                    slot.result = Some(Box::new(invoke::not_executed(slot.id.clone(), &t.spec.name, &stopped_after(id, name))));
+                    slot.result = Some(Box::new(invoke::not_executed(slot.id.clone(), &t.spec.name, &stopped_after(&self.shaper, id, name))));
                     valid_args = None;
                 } else if let (Some(args), Some(tool)) = (&valid_args, slot.tool.clone()) {
                     let runs = self.gate(None, turn_id, index, &mut slot, &tool, args, &policy, now)
@@ -1486,6 +1486,14 @@ impl Engine {
         *args = shape::cut_value(args, SNAPSHOT_CHARS);
     }
 
+    /// A handler's progress report (JSON) as its listeners may see it: it reaches the user or a client's model, so
+    /// it is redacted as outputs are and cut as a trace cuts arguments. None when it is so already.
+    pub fn shape_progress(&self, info_json: &str) -> Option<String> {
+        let Ok((mut info, _)) = json::from_str_mended::<Value>(info_json) else { return Some("\"(progress nested too deeply to show)\"".into()) };
+        let redacted = !self.shaper.redact_value(&mut info).is_empty();
+        (redacted || char_count(info_json) > SNAPSHOT_CHARS).then(|| shape::cut_value(&info, SNAPSHOT_CHARS).to_string())
+    }
+
     /// Each value of a JSON array of arguments as a trace shows them (`snapshot`), as a JSON array; a value nested
     /// too deeply to read says so in its place.
     pub fn snapshots(&self, json_array: &str) -> Result<String, String> {
@@ -1897,7 +1905,7 @@ impl Engine {
         sealing.seal(&mut result, slot, ran_ms);
         let stops_turn = turn.stop_on_error && !result.success && slot.tool.as_ref().is_some_and(|t| !t.spec.read_only);
         // Worded only when the turn stops: most results stop nothing.
-        let why = stops_turn.then(|| stopped_after(&slot.id, &result.name));
+        let why = stops_turn.then(|| stopped_after(&self.shaper, &slot.id, &result.name));
         tracing::debug!(
             turn = turn_id,
             call = %slot.id,
@@ -2285,7 +2293,9 @@ fn reuse_key(session: &str, query_key: &str) -> String {
     format!("\u{2}{session}{}{query_key}", cache::SEP)
 }
 
-fn stopped_after(call_id: &str, tool_name: &str) -> String {
+/// A call id is the model's own text: redacted and cut short where an error quotes it.
+fn stopped_after(shaper: &Shaper, call_id: &str, tool_name: &str) -> String {
+    let call_id = clip(&shaper.redact_text(call_id), QUOTED_CHARS).into_owned();
     format!("call {call_id} (\"{tool_name}\") before it failed, and this turn stops at the first failed call that changes state")
 }
 
