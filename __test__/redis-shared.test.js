@@ -185,6 +185,59 @@ test('a breaker opened by one executor\'s failures stops the other once it hears
   }
 })
 
+// One scenario for both stores: the memory store's breaker (the engine's) and Redis's (the Lua) must open, refuse
+// and close on the same calls. Each step is a handler outcome, or a pause past openMs.
+const BREAKER_SCENARIO = [
+  ['fail', 'closed'], ['fail', 'closed'], ['fail', 'closed'],
+  ['ok', 'open'], // the fourth call reaches minCalls: 3 of 4 failed, and a success does not hide that
+  ['refused', 'open'],
+  ['pause'],
+  ['ok', 'closed'], // the trial
+  ['ok', 'closed'], ['fail', 'closed'], ['fail', 'closed'],
+  ['ok', 'closed'], // 2 of 4 failed: below 0.6
+  ['fail', 'open'], // 3 of 5
+  ['refused', 'open'],
+]
+
+async function breakerScenario(store) {
+  const gate = new ToolExecutor({ store })
+  let next = 'ok'
+  gate.register({
+    name: 'quote', retry: false, breaker: { minCalls: 4, failureRate: 0.6, openMs: 300, halfOpenCalls: 1 },
+    handler: () => {
+      if (next === 'fail') throw new Error('503 from the quotes API')
+      return 'quoted'
+    },
+  })
+  const seen = []
+  try {
+    for (const [step] of BREAKER_SCENARIO) {
+      if (step === 'pause') {
+        await sleep(400)
+        continue
+      }
+      next = step
+      const [r] = await gate.execute([{ name: 'quote' }])
+      const outcome = r.success ? 'ok' : r.errorKind === 'unavailable' ? 'refused' : 'fail'
+      // With Redis, the phase is known once the answer to the outcome told the store is in.
+      await waitFor(() => (gate.stats().store?.pending ?? 0) === 0, 'the store answered')
+      seen.push([outcome, gate.stats().tools.quote.breaker])
+    }
+  } finally {
+    await gate.close()
+  }
+  return seen
+}
+
+test('a breaker opens, refuses and closes on the same calls in memory and in Redis, judged after every counted outcome', async () => {
+  const expected = BREAKER_SCENARIO.filter(([step]) => step !== 'pause')
+  assert.deepEqual(await breakerScenario(undefined), expected, 'the memory store')
+  for (const kind of ['ioredis', 'node-redis cluster']) {
+    const store = redisStore({ client: await connect(kind), prefix: freshPrefix(), timeoutMs: 1_000 })
+    assert.deepEqual(await breakerScenario(store), expected, kind)
+  }
+})
+
 /** Waits (real time, a few seconds at most) until `ok()` holds. */
 async function waitFor(ok, what) {
   for (let i = 0; i < 200 && !ok(); i++) await sleep(10)

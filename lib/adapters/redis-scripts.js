@@ -163,9 +163,10 @@ return {'refused', tonumber(ARGV[2]), phase, gen, from}
 `,
   // KEYS: breaker. ARGV: admission ('counted' or 'trial'), generation, outcome ('success', 'failure' or 'untested'),
   // failureRate, minCalls, windowMs, openMs, halfOpenCalls, ttlMs. Counts how an admitted attempt ended: a closed
-  // breaker counts outcomes in ten slices of its window and opens at the failure rate (from minCalls on); a trial of
-  // the current half-open phase closes it after halfOpenCalls successes, reopens it on a failure, or gives its
-  // place back. Returns {phase, from (the phase it left, or false), calls, failures (when it opened), openLeftMs}.
+  // breaker counts outcomes in ten slices of its window and opens at the failure rate (from minCalls on, judged
+  // after every counted outcome, a success too); a trial of the current half-open phase closes it after
+  // halfOpenCalls successes, reopens it on a failure, or gives its place back. Returns {phase, from (the phase it
+  // left, or false), calls, failures (when it opened), openLeftMs}.
   breakerRecord: `
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -206,7 +207,7 @@ if ARGV[1] == 'counted' then
     end
     redis.call('HSET', key, field, string.format('%d:%d:%d', slice, ok, failed))
     local total = ok_total + failed_total
-    if outcome == 'failure' and total >= tonumber(ARGV[5]) and failed_total >= tonumber(ARGV[4]) * total then
+    if total >= tonumber(ARGV[5]) and failed_total >= tonumber(ARGV[4]) * total then
       calls, failures = total, failed_total
       enter('open')
     end
