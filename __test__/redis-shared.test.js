@@ -238,6 +238,34 @@ test('a breaker opens, refuses and closes on the same calls in memory and in Red
   }
 })
 
+test('garbage under a breaker key never opens the breaker of any executor, and none is left refusing after FLUSHALL', async () => {
+  const { client, end } = await ownServer()
+  const { store, a, b } = pair(client, {
+    register: (gate) => gate.register({ name: 'pay', retry: false, breaker: { minCalls: 2, openMs: 1_000 }, handler: () => 'paid' }),
+  })
+  const key = `${store.prefix}{k:pay}`
+  const week = String(Date.now() + 7 * 24 * 3600 * 1000)
+  const kinds = (results) => results.map((r) => r.errorKind ?? 'ok')
+  try {
+    for (const garbage of [['phase', 'open', 'until', week], ['phase', 'open', 'until', '1e400'], ['phase', 'half_open', 'gen', '1', 'adm', '999']]) {
+      for (const gate of [a.gate, b.gate]) {
+        await client.hset(key, ...garbage)
+        assert.deepEqual(kinds([...await gate.execute([{ name: 'pay' }]), ...await gate.execute([{ name: 'pay' }])]), ['ok', 'ok'], `${garbage}`)
+        await waitFor(() => gate.stats().store.pending === 0, 'the outcomes told')
+        assert.equal(gate.stats().tools.pay.breaker, 'closed', `${garbage}`)
+      }
+    }
+    await client.hset(key, 'phase', 'open', 'until', week)
+    assert.deepEqual(kinds(await a.gate.execute([{ name: 'pay' }])), ['ok'])
+    await waitFor(() => a.gate.stats().store.pending === 0, 'the outcome told')
+    await client.flushall()
+    assert.deepEqual(kinds(await a.gate.execute([{ name: 'pay' }])), ['ok'], 'nothing of the garbage kept by the executor')
+    assert.equal(a.gate.stats().tools.pay.breakerOpened + b.gate.stats().tools.pay.breakerOpened, 0)
+  } finally {
+    await end(a.gate, b.gate)
+  }
+})
+
 /** Waits (real time, a few seconds at most) until `ok()` holds. */
 async function waitFor(ok, what) {
   for (let i = 0; i < 200 && !ok(); i++) await sleep(10)

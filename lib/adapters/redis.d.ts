@@ -72,7 +72,7 @@ export type StoreOp =
   | { op: 'rollbacks'; session: string; flagged: boolean; ttlMs: number }
   | { op: 'spend'; key: string; amount: number; limit: number; ttlMs: number; windowMs?: number }
   | { op: 'unspend'; key: string; amount: number; window: number }
-  | { op: 'breakerAdmit'; key: string; halfOpenCalls: number; trialWaitMs: number; ttlMs: number }
+  | { op: 'breakerAdmit'; key: string; halfOpenCalls: number; trialWaitMs: number; ttlMs: number; openMs: number }
   | {
       op: 'breakerRecord'; key: string; admission: 'counted' | 'trial'; generation: number
       outcome: 'success' | 'failure' | 'untested'; failureRate: number; minCalls: number; windowMs: number

@@ -16,8 +16,7 @@ use crate::breaker::{Admission, BreakerConfig, Outcome, Phase, Transition};
 use crate::ratelimit;
 use crate::registry::Tool;
 use crate::result::ToolResult;
-use crate::shared::{self, CountPlan, Fail, LookupPlan, Op, Plan, Reply, SharedStoreOptions, Spending, Spent, Token, Unused, Wait, MAX_STORE_MS};
-use crate::timer::seconds;
+use crate::shared::{self, BreakerSaid, CountPlan, Fail, LookupPlan, Op, Plan, Reply, SharedStoreOptions, Spending, Spent, Token, Unused, Wait, MAX_STORE_MS};
 use crate::store::Bucket;
 use crate::timer::after;
 use crate::Alarm;
@@ -180,7 +179,8 @@ impl Engine {
             ops.push(Op::Spend { key: key.clone(), amount: *amount, limit: *limit, ttl_ms: store_ms(ttl_ms), window_ms });
         }
         if let (Some(key), Some(config)) = (&plan.breaker, &tool.breaker) {
-            ops.push(Op::BreakerAdmit { key: key.clone(), half_open_calls: config.half_open_calls, trial_wait_ms: tool.timeout_ms, ttl_ms: breaker_ttl_ms(config) });
+            let (half_open_calls, open_ms, ttl_ms) = (config.half_open_calls, config.open_ms, breaker_ttl_ms(config));
+            ops.push(Op::BreakerAdmit { key: key.clone(), half_open_calls, trial_wait_ms: tool.timeout_ms, ttl_ms, open_ms });
         }
         for (key, bucket, max_wait, _) in plan.takes.iter().flatten() {
             let max_wait_ms = max_wait.as_secs_f64() * 1000.0;
@@ -280,24 +280,32 @@ impl Engine {
                     self.remembered_answer(turn, index, by, reason, &replies[0], now, step);
                 }
             }
-            Wait::Breaker(tool) => self.breaker_said(&tool, &replies[0], now, step),
+            Wait::Breaker(name) => {
+                // A tool registered again without a breaker meanwhile has no view to update.
+                if let Some(tool) = self.registry.get(&name).filter(|tool| tool.breaker.is_some()).cloned() {
+                    let _ = self.breaker_said(&tool, &replies[0], now, step);
+                }
+            }
         }
     }
 
-    /// What the store said of a breaker becomes this process's view of it, and a change of phase is reported.
-    fn breaker_said(&mut self, tool: &str, reply: &Reply, now: Instant, step: &mut Step) {
-        let Some(phase) = reply.phase.as_deref().and_then(Phase::parse).filter(|_| reply.error.is_none()) else { return };
-        let open_for = seconds(reply.wait_ms.unwrap_or(0.0).max(0.0) / 1000.0).min(shared::MAX_WAIT);
-        let until = if phase == Phase::Open { after(now, open_for) } else { now };
-        match self.breaker_views.get_mut(tool) {
-            Some(view) => *view = (phase, until),
+    /// What the store said of a breaker becomes this process's view of it, and a change of phase is reported. Err:
+    /// the store failed, and the view stays as it was.
+    fn breaker_said(&mut self, tool: &Tool, reply: &Reply, now: Instant, step: &mut Step) -> Result<BreakerSaid, String> {
+        let config = tool.breaker.expect("a tool asking its shared breaker has one");
+        let said = BreakerSaid::of(reply, &config, Duration::from_millis(tool.timeout_ms))?;
+        let name = tool.spec.name.as_str();
+        let until = if said.phase == Phase::Open { after(now, said.open_for) } else { now };
+        match self.breaker_views.get_mut(name) {
+            Some(view) => *view = (said.phase, until),
             None => {
-                self.breaker_views.insert(tool.to_string(), (phase, until));
+                self.breaker_views.insert(name.to_string(), (said.phase, until));
             }
         }
-        if let Some(from) = reply.from.as_deref().and_then(Phase::parse) {
-            self.breaker_changed(Transition { tool: tool.to_string(), from, to: phase, calls: reply.calls, failures: reply.failures }, step);
+        if let Some(from) = said.from {
+            self.breaker_changed(Transition { tool: name.to_string(), from, to: said.phase, calls: said.calls, failures: said.failures }, step);
         }
+        Ok(said)
     }
 
     /// How an attempt a shared breaker admitted ended, told to it; its answer updates the view.
@@ -471,20 +479,18 @@ impl Engine {
         }
         if plan.breaker.is_some() {
             let reply = replies_left.next().expect("a reply per operation");
-            self.breaker_said(&name, reply, now, step);
-            let phase = reply.phase.as_deref().and_then(Phase::parse).unwrap_or(Phase::Open);
-            match (&reply.error, reply.admit.as_deref()) {
-                (None, Some("counted")) => slot.admission = Some(Admission::Counted(None)),
-                (None, Some("trial")) => slot.admission = Some(Admission::Trial(reply.generation.unwrap_or(0))),
-                (None, _) if matches!(resumed, Resumed::Run) => {
-                    let wait = seconds(reply.wait_ms.unwrap_or(0.0).max(0.0) / 1000.0).min(shared::MAX_WAIT);
-                    resumed = Resumed::Answered(guards::refuse_attempt(&mut self.counters, &mut slot, phase, wait));
+            match self.breaker_said(&tool, reply, now, step) {
+                Ok(BreakerSaid { admission: Admission::Refused(wait), phase, .. }) => {
+                    if matches!(resumed, Resumed::Run) {
+                        resumed = Resumed::Answered(guards::refuse_attempt(&mut self.counters, &mut slot, phase, wait));
+                    }
                 }
-                (Some(e), _) if matches!(resumed, Resumed::Run) => {
+                Ok(said) => slot.admission = Some(said.admission),
+                Err(e) if matches!(resumed, Resumed::Run) => {
                     slot.marks.push(mark("breaker", "unavailable"));
-                    resumed = self.store_failed(&mut slot, on_error.breaker, "breaker", e);
+                    resumed = self.store_failed(&mut slot, on_error.breaker, "breaker", &e);
                 }
-                _ => {}
+                Err(_) => {}
             }
         }
         let mut ready_at = now;
