@@ -272,6 +272,94 @@ async function waitFor(ok, what) {
   assert.ok(ok(), what)
 }
 
+for (const kind of ['ioredis cluster', 'node-redis cluster']) {
+  test(`${kind}: a paused master costs the store only to the calls whose keys live on it`, { timeout: 30_000 }, async () => {
+    const client = await connect(kind)
+    const store = redisStore({ client, prefix: freshPrefix(), timeoutMs: 500 })
+    const gate = new ToolExecutor({ store, concurrency: 64 })
+    const ran = new Set()
+    gate.register({
+      name: 'lookup', readOnly: true, idempotent: true, parameters: { type: 'object', properties: { q: { type: 'string' } } },
+      handler: ({ q }) => {
+        ran.add(q)
+        return `answer to ${q}`
+      },
+    })
+    gate.register({ name: 'charge', readOnly: true, budget: { maxCalls: 1_000 }, handler: () => 'charged' })
+    const turn = [...Array.from({ length: 30 }, (_, i) => ({ name: 'lookup', arguments: { q: String(i) } })), { name: 'charge' }]
+    // Each master, by a connection of its own: which cache entries and which budget counter it holds.
+    const direct = cluster.ports.map((port) => new Redis({ port, host: '127.0.0.1' }))
+    const paused = []
+    try {
+      await gate.execute(turn)
+      await waitFor(() => gate.stats().store.pending === 0, 'the entries kept')
+      const held = await Promise.all(direct.map(async (node) => {
+        const keys = []
+        let cursor = '0'
+        do {
+          const [next, page] = await node.scan(cursor, 'MATCH', `${store.prefix}*`, 'COUNT', '1000')
+          keys.push(...page)
+          cursor = next
+        } while (cursor !== '0')
+        const entries = keys.map((key) => /}e:.*"q":"(\d+)"/.exec(key)?.[1]).filter((q) => q !== undefined)
+        return { entries: new Set(entries), budget: keys.some((key) => key.includes('{g:')) }
+      }))
+      assert.equal(held.reduce((n, node) => n + node.entries.size, 0), 30, 'every entry kept once')
+      const down = held.findIndex((node) => node.entries.size > 0 && !node.budget)
+      assert.ok(down >= 0, 'a master with entries and without the budget counter')
+      ran.clear()
+      paused.push(cluster.ports[down])
+      await cluster.kill(cluster.ports[down], 'SIGSTOP')
+      const results = await gate.execute(turn)
+      for (const [i, r] of results.slice(0, 30).entries()) {
+        const lost = held[down].entries.has(String(i))
+        assert.deepEqual([r.success, r.cached, r.metadata.store], [true, !lost, lost ? 'unavailable' : undefined], `lookup ${i}`)
+        if (lost) assert.match(r.metadata.storeError, /no answer within 500 ms/)
+      }
+      assert.deepEqual([...ran].sort(), [...held[down].entries].sort(), 'only the calls whose entries live on the paused master ran')
+      const charged = results[30]
+      assert.deepEqual([charged.success, charged.metadata.store], [true, undefined], 'its budget lives on a master that answered')
+    } finally {
+      for (const port of paused) await cluster.kill(port, 'SIGCONT')
+      await gate.close()
+      for (const node of direct) node.disconnect()
+    }
+  })
+}
+
+test('a store of the application\'s own: a reply told early is used at once; a short, odd or failed answer fails what it leaves out', async () => {
+  const batches = []
+  const store = {
+    timeoutMs: 5_000,
+    run: (ops, onReply) => new Promise((resolve, reject) => batches.push({ ops, onReply, resolve, reject })),
+    invalidate: async () => 0,
+  }
+  const gate = new ToolExecutor({ store })
+  const ran = []
+  gate.register({ name: 'api', readOnly: true, rateLimit: '10/s', parameters: { type: 'object', properties: { n: { type: 'number' } } }, handler: ({ n }) => { ran.push(n); return `ran ${n}` } })
+  const three = () => gate.execute([0, 1, 2].map((n) => ({ name: 'api', arguments: { n } })))
+  const outcomes = (results) => results.map((r) => r.metadata.storeError ?? r.output)
+  try {
+    const first = three()
+    await waitFor(() => batches.length === 1, 'one batch')
+    assert.equal(batches[0].ops.length, 3)
+    batches[0].onReply(0, { take: 'now' })
+    await waitFor(() => ran.length === 1, 'the call told its token ran')
+    batches[0].resolve([{ take: 'now' }])
+    assert.deepEqual(outcomes(await first), ['ran 0', 'the store gave no answer for this operation', 'the store gave no answer for this operation'])
+    const second = three()
+    await waitFor(() => batches.length === 2, 'a second batch')
+    batches[1].resolve([7, { take: 'now' }, null])
+    assert.deepEqual(outcomes(await second), ['the store answered 7 for this operation, not a reply', 'ran 1', 'the store answered null for this operation, not a reply'])
+    const third = three()
+    await waitFor(() => batches.length === 3, 'a third batch')
+    batches[2].reject(new Error('connection reset'))
+    assert.deepEqual(outcomes(await third), ['connection reset', 'connection reset', 'connection reset'])
+  } finally {
+    await gate.close()
+  }
+})
+
 test('a call that needs no store never reaches it; one that does costs one ticket', async () => {
   const client = await connect('ioredis')
   const { a } = pair(client, { register: (gate) => gate.register({ name: 'plain', handler: () => 'p' }) })

@@ -414,6 +414,40 @@ for (const kind of KINDS) {
       }
     })
 
+    if (kind.cluster) {
+      it('a paused master: the others\' replies are told as they come, and only the ops left on it are in flight', { timeout: 20_000 }, async () => {
+        const { ports, kill } = await servers.cluster.get()
+        const slots = await raw(undefined, 'CLUSTER', 'SLOTS')
+        const portOf = async (key) => {
+          const slot = Number(await raw(undefined, 'CLUSTER', 'KEYSLOT', `${prefix}{b:${key}}`))
+          return Number(slots.find(([first, last]) => slot >= Number(first) && slot <= Number(last))[2][1])
+        }
+        const [paused, live] = [[], []]
+        while (paused.length < 2 || live.length < 4) {
+          const key = fresh('b')
+          ;((await portOf(key)) === ports[0] ? paused : live).push(key)
+        }
+        const take = (key) => ({ op: 'take', key, capacity: 5, refillPerSec: 1, maxWaitMs: 0 })
+        const ops = [...paused, ...live].map(take)
+        const small = redisStore({ client, prefix, timeoutMs: 5_000, maxInFlight: ops.length })
+        const told = []
+        let batch
+        await kill(ports[0], 'SIGSTOP')
+        try {
+          batch = small.run(ops, (at, reply) => told.push([at, reply]))
+          await until('the live masters answered', () => told.length === live.length)
+          assert.deepEqual(told.map(([at]) => at).sort((x, y) => x - y), live.map((_, i) => paused.length + i))
+          assert.ok(told.every(([, reply]) => reply.take === 'now'))
+          // Still out: the ops on the paused master alone, so there is room for as many more as answered.
+          assert.deepEqual(await small.run(live.map(take)), live.map(() => ({ take: 'now' })))
+        } finally {
+          await kill(ports[0], 'SIGCONT')
+        }
+        assert.deepEqual(await batch, ops.map(() => ({ take: 'now' })))
+        assert.equal(told.length, ops.length, 'each reply told once')
+      })
+    }
+
     it('answers an unknown op with an error reply, not a throw', async () => {
       const replies = await store.run([{ op: 'frobnicate' }, { op: 'lookup', key: fresh('k') }, null])
       assert.match(replies[0].error, /^unknown store op "frobnicate"/)

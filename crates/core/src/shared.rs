@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 use crate::breaker::{Admission, BreakerConfig, Phase};
 use crate::result::{ErrorKind, ToolResult};
@@ -126,18 +127,23 @@ impl Reply {
     }
 }
 
-/// The host's answer to a ticket: one reply per operation, in order. An answer that cannot be read, or that has
-/// too few replies, fails every operation it does not answer.
-pub fn read_replies(json: &str, ops: usize) -> Vec<Reply> {
-    let mut replies = match serde_json::from_str::<Vec<Reply>>(json) {
-        Ok(replies) => replies,
-        Err(e) => return vec![Reply::failed(&format!("the store's answer could not be read ({e})")); ops],
+/// The host's answer to a ticket, whole or in part: one entry per operation, in order, `null` (None here) for one
+/// not answered yet, which a later answer brings (the operations of one ticket may lie on different nodes, and
+/// each is answered as its node answers). Each reply is read alone: one that cannot be read fails its operation
+/// only. An answer that cannot be read at all, or that has too few entries, fails every operation it leaves out.
+pub fn read_answer(json: &str, ops: usize) -> Vec<Option<Reply>> {
+    let unreadable = |e: serde_json::Error| Reply::failed(&format!("the store's answer could not be read ({e})"));
+    let entries = match serde_json::from_str::<Vec<&RawValue>>(json) {
+        Ok(entries) => entries,
+        Err(e) => return vec![Some(unreadable(e)); ops],
     };
-    replies.truncate(ops);
-    while replies.len() < ops {
-        replies.push(Reply::failed("the store gave no answer for this operation"));
-    }
-    replies
+    (0..ops)
+        .map(|at| match entries.get(at) {
+            None => Some(Reply::failed("the store gave no answer for this operation")),
+            Some(entry) if entry.get() == "null" => None,
+            Some(entry) => Some(serde_json::from_str(entry.get()).unwrap_or_else(unreadable)),
+        })
+        .collect()
 }
 
 /// A token as the shared bucket answered: taken now, reserved for after a wait, refused (try after), or failed.
@@ -381,12 +387,21 @@ mod tests {
 
     #[test]
     fn an_unreadable_or_short_answer_fails_what_it_leaves_unanswered() {
-        let replies = read_replies("not json", 2);
-        assert!(replies.iter().all(|r| r.error.as_deref().is_some_and(|e| e.contains("could not be read"))));
-        let replies = read_replies(r#"[{"take":"now"}]"#, 2);
-        assert_eq!(Token::of(&replies[0]), Token::Now);
-        assert!(replies[1].error.is_some());
-        assert_eq!(read_replies(r#"[{"earlier":1},{"earlier":2},{"earlier":3}]"#, 2).len(), 2);
+        let failed = |reply: &Option<Reply>, why: &str| reply.as_ref().and_then(|r| r.error.as_deref()).is_some_and(|e| e.contains(why));
+        let replies = read_answer("not json", 2);
+        assert!(replies.iter().all(|r| failed(r, "could not be read")));
+        let replies = read_answer(r#"[{"take":"now"}]"#, 2);
+        assert_eq!(Token::of(replies[0].as_ref().unwrap()), Token::Now);
+        assert!(failed(&replies[1], "no answer"));
+        assert_eq!(read_answer(r#"[{"earlier":1},{"earlier":2},{"earlier":3}]"#, 2).len(), 2);
+    }
+
+    #[test]
+    fn each_reply_of_an_answer_is_read_alone_and_null_is_not_answered_yet() {
+        let replies = read_answer(r#"[null, {"take": 7}, {"take": "now"}, null]"#, 4);
+        assert!(replies[0].is_none() && replies[3].is_none(), "answered later");
+        assert!(replies[1].as_ref().unwrap().error.as_deref().unwrap().contains("could not be read"), "its own operation fails");
+        assert_eq!(Token::of(replies[2].as_ref().unwrap()), Token::Now, "the others stand");
     }
 
     #[test]

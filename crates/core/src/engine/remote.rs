@@ -25,8 +25,11 @@ pub(super) struct Shared {
     pub(super) options: SharedStoreOptions,
     /// Tickets not answered yet: what waits on each, and its deadline.
     waits: FxHashMap<u32, (Wait, Instant)>,
-    /// Tickets past their deadline: a late answer still gives back what it took (a token, a lease).
-    late: Bounded<u32, Wait>,
+    /// The replies of tickets answered in part so far (None: that operation's node has not answered yet).
+    partial: FxHashMap<u32, Vec<Option<Reply>>>,
+    /// Tickets past their deadline, with the operations still out: a late answer still gives back what they took (a
+    /// token, a lease). Those answered in time were their call's.
+    late: Bounded<u32, (Wait, Vec<bool>)>,
     /// Late answers that came while their call still ran: what they took goes back (or not) when it settles.
     held_answers: FxHashMap<u32, (Wait, Vec<Reply>)>,
     outbox: Vec<(u32, Vec<Op>)>,
@@ -57,6 +60,7 @@ impl Shared {
         Shared {
             options,
             waits: FxHashMap::default(),
+            partial: FxHashMap::default(),
             late: Bounded::new(shared::LATE_TICKETS),
             held_answers: FxHashMap::default(),
             outbox: Vec::new(),
@@ -219,24 +223,48 @@ impl Engine {
         step.store.append(&mut self.shared().outbox);
     }
 
-    /// The store answered a ticket (`replies_json`: one reply per operation). A ticket already past its deadline,
-    /// or whose call ended meanwhile, only gives back what it took.
+    /// The store answered a ticket, whole or in part (`replies_json`: an entry per operation, `null` for one not
+    /// answered yet). The call resumes once every operation is answered, or at the ticket's deadline with those that
+    /// were. A ticket already past its deadline, or whose call ended meanwhile, only gives back what it took.
     pub fn answer_store(&mut self, ticket: u32, replies_json: &str, now: Instant) -> Step {
         let mut step = Step::default();
         let Some(shared) = self.shared.as_mut() else { return step };
-        if let Some((wait, at)) = shared.waits.remove(&ticket) {
-            self.deadlines.disarm(at, Alarm::Store(ticket));
-            let replies = shared::read_replies(replies_json, ops_of(&wait));
-            self.answered(ticket, wait, replies, now, &mut step);
-        } else if let Some(wait) = shared.late.pop(&ticket) {
-            let replies = shared::read_replies(replies_json, ops_of(&wait));
+        if let Some((wait, _)) = shared.waits.get(&ticket) {
+            let mut replies = shared::read_answer(replies_json, ops_of(wait));
+            if let Some(before) = shared.partial.remove(&ticket) {
+                for (reply, earlier) in replies.iter_mut().zip(before) {
+                    *reply = earlier.or(reply.take());
+                }
+            }
+            if replies.iter().all(Option::is_some) {
+                let (wait, at) = shared.waits.remove(&ticket).expect("looked up above");
+                self.deadlines.disarm(at, Alarm::Store(ticket));
+                self.answered(ticket, wait, replies.into_iter().flatten().collect(), now, &mut step);
+            } else {
+                shared.partial.insert(ticket, replies);
+            }
+        } else if let Some((wait, out)) = shared.late.peek_mut(&ticket) {
+            // Only what was still out: each operation gives back once, and those answered in time were their call's.
+            let mut arrived = Vec::new();
+            for (at, reply) in shared::read_answer(replies_json, out.len()).into_iter().enumerate() {
+                if let Some(reply) = reply.filter(|_| std::mem::take(&mut out[at])) {
+                    arrived.push((at, reply));
+                }
+            }
+            let ops = out.len();
+            let wait = if out.contains(&true) { wait.clone() } else { shared.late.pop(&ticket).expect("peeked above").0 };
             let live = match &wait {
                 Wait::Call { turn, index, .. } => self.turns.get(turn).is_some_and(|t| t.slots[*index].result.is_none() && t.slots[*index].unanswered.contains(&ticket)),
                 _ => false,
             };
-            if live {
-                self.shared().held_answers.insert(ticket, (wait, replies));
-            } else {
+            let shared = self.shared();
+            // An empty reply stands for an operation not arrived yet, or answered in time: nothing to give back.
+            let (_, held) = shared.held_answers.entry(ticket).or_insert_with(|| (wait, vec![Reply::default(); ops]));
+            for (at, reply) in arrived {
+                held[at] = reply;
+            }
+            if !live {
+                let (wait, replies) = shared.held_answers.remove(&ticket).expect("held above");
                 self.give_back(&wait, &replies);
             }
         }
@@ -244,13 +272,15 @@ impl Engine {
         step
     }
 
-    /// A ticket's deadline passed: every operation counts as failed, and a late answer is still cleaned up.
+    /// A ticket's deadline passed: every operation not answered yet counts as failed, and a late answer is still
+    /// cleaned up.
     pub(super) fn store_timed_out(&mut self, ticket: u32, now: Instant, step: &mut Step) {
         let Some(shared) = self.shared.as_mut() else { return };
         let Some((wait, _)) = shared.waits.remove(&ticket) else { return };
         shared.stats.timeouts += 1;
         let why = format!("no answer within {} ms", shared.options.timeout_ms);
-        shared.late.push(ticket, wait.clone());
+        let replies = shared.partial.remove(&ticket).unwrap_or_else(|| vec![None; ops_of(&wait)]);
+        shared.late.push(ticket, (wait.clone(), replies.iter().map(Option::is_none).collect()));
         if let Wait::Call { turn, index, .. } = &wait {
             if let Some(t) = self.turns.get_mut(turn) {
                 // Its call settles later: then it says whether what this ticket took goes back.
@@ -259,7 +289,7 @@ impl Engine {
                 }
             }
         }
-        let replies = vec![Reply::failed(&why); ops_of(&wait)];
+        let replies = replies.into_iter().map(|reply| reply.unwrap_or_else(|| Reply::failed(&why))).collect();
         self.answered(ticket, wait, replies, now, step);
     }
 
@@ -728,18 +758,16 @@ impl Engine {
         let never_ran = slot.attempts == 0 && !result.cached && !result.metadata.shared_flight;
         let mut answered = Vec::new();
         for ticket in slot.pending.iter().chain(&slot.unanswered) {
-            let wait = match shared.waits.get_mut(ticket) {
-                Some((wait, _)) => Some(wait),
-                None => match shared.held_answers.get_mut(ticket) {
-                    Some((wait, _)) => {
-                        answered.push(*ticket);
-                        Some(wait)
-                    }
-                    None => shared.late.peek_mut(ticket),
-                },
-            };
-            if let Some(Wait::Call { attempt, unused, .. }) = wait {
-                *unused = Unused { count: never_ran, attempt: slot.attempts == *attempt };
+            // A ticket past its deadline may be both in `late` (operations still out) and held (those that came).
+            let held = shared.held_answers.get_mut(ticket).map(|(wait, _)| wait);
+            if held.is_some() {
+                answered.push(*ticket);
+            }
+            let waits = [shared.waits.get_mut(ticket).map(|(wait, _)| wait), held, shared.late.peek_mut(ticket).map(|(wait, _)| wait)];
+            for wait in waits.into_iter().flatten() {
+                if let Wait::Call { attempt, unused, .. } = wait {
+                    *unused = Unused { count: never_ran, attempt: slot.attempts == *attempt };
+                }
             }
         }
         slot.unanswered.clear();
