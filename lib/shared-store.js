@@ -37,10 +37,10 @@ function takeStore(options) {
  * operation not answered yet with its reason; nothing escapes. Resolves once every ticket is answered. */
 function runTickets(store, tickets, answer) {
   const ops = []
-  // Per operation: its ticket's entry and its place there. Per ticket: the replies not sent yet, and how many
-  // operations are still out.
+  // Per operation: its ticket's entry and its place there. Per ticket: the replies come and not sent yet (null for
+  // none), how many those are, and how many operations are still out.
   const places = []
-  const entries = tickets.map(([ticket, ticketOps]) => ({ ticket, fresh: ticketOps.map(() => null), news: 0, out: ticketOps.length }))
+  const entries = tickets.map(([ticket, ticketOps]) => ({ ticket, replies: ticketOps.map(() => null), unsent: 0, out: ticketOps.length }))
   for (const [at, [, ticketOps]] of tickets.entries()) {
     for (const [place, op] of ticketOps.entries()) {
       ops.push(op)
@@ -51,26 +51,28 @@ function runTickets(store, tickets, answer) {
   const send = (entry) => {
     let json
     try {
-      json = JSON.stringify(entry.fresh)
+      json = JSON.stringify(entry.replies)
     } catch (err) {
-      json = JSON.stringify(entry.fresh.map((reply) => (reply === null ? null : { error: `the store's reply could not be read (${describeProblem(err)})` })))
+      const why = `the store's reply could not be read (${describeProblem(err)})`
+      json = JSON.stringify(entry.replies.map((reply) => (reply === null ? null : { error: why })))
     }
-    entry.fresh = entry.fresh.map(() => null)
-    entry.news = 0
+    entry.replies = entry.replies.map(() => null)
+    entry.unsent = 0
     answer(entry.ticket, json)
   }
   let flushing = false
   const flush = () => {
     flushing = false
-    for (const entry of entries) if (entry.news > 0) send(entry)
+    for (const entry of entries) if (entry.unsent > 0) send(entry)
   }
   const onReply = (at, reply) => {
     if (!Number.isInteger(at) || at < 0 || at >= ops.length || answered[at]) return
     answered[at] = true
     const [entry, place] = places[at]
-    // An answer's null means "not answered yet": whatever came, this operation has its reply.
-    entry.fresh[place] = reply !== null && typeof reply === 'object' ? reply : { error: `the store answered ${reprOf(reply)} for this operation, not a reply` }
-    entry.news += 1
+    // null in an answer means "not answered yet": whatever came, this operation has its reply now.
+    const readable = reply !== null && typeof reply === 'object'
+    entry.replies[place] = readable ? reply : { error: `the store answered ${reprOf(reply)} for this operation, not a reply` }
+    entry.unsent += 1
     entry.out -= 1
     if (entry.out === 0) {
       send(entry)
