@@ -66,7 +66,10 @@ export declare class Engine {
   cancelAll(reason: string, unstarted: Array<number>): string
   /** The host's answer to a request a step made (a check, an approval), as JSON. */
   answer(ticket: number, answerJson: string): string
-  /** The shared store's answer to a ticket a step sent: one reply per operation, as a JSON array. */
+  /**
+   * The shared store's answer to a ticket a step sent, whole or in part: a JSON array of one entry per
+   * operation, its reply or null while it is not answered yet.
+   */
   answerStore(ticket: number, repliesJson: string): string
   /** The prefix of the cache keys `invalidate(tool, args)` forgets, for a shared store to forget its own. */
   cachePrefix(tool: string, argsJson?: string | undefined | null): string

@@ -867,8 +867,10 @@ export interface SharedStore {
   /** How long one round trip may take before the store counts as unavailable for it. */
   readonly timeoutMs: number
   readonly onError: { cache: StoreFailure; dedup: StoreFailure; rateLimit: StoreFailure; sessions: StoreFailure; budget: StoreFailure; breaker: StoreFailure }
-  /** Runs a batch of operations; one reply per operation, `{ error }` for one that failed. Never rejects. */
-  run(ops: readonly object[]): Promise<object[]>
+  /** Runs a batch of operations; one reply per operation, `{ error }` for one that failed. Never rejects. It may
+   * also tell each reply to `onReply` as it comes: an operation answered early is then used at once, whatever
+   * keeps the others. */
+  run(ops: readonly object[], onReply?: (index: number, reply: object) => void): Promise<object[]>
   /** Drops cached entries whose cache key starts with `prefix` ('' for all), in every process; resolves to how many. */
   invalidate(prefix: string): Promise<number>
 }

@@ -27,8 +27,8 @@ describe('circuit breaker', () => {
     const clock = manualClock()
     const events = []
     const gate = new ToolExecutor({ clock, onTrace: (batch) => events.push(...batch.filter((e) => e.type === 'breaker')) })
-    // F F S F S F, then trials: S F (reopens), later S S (closes).
-    const backend = scripted([false, false, true, false, true, false, true, false, true])
+    // F F S F S, then trials: S F (reopens), later S S (closes).
+    const backend = scripted([false, false, true, false, true, true, false, true])
     const parameters = { type: 'object', properties: { q: { type: 'string' } }, additionalProperties: false }
     gate.register({
       name: 'flaky', readOnly: true, retry: false, parameters, handler: backend.handler,
@@ -40,15 +40,15 @@ describe('circuit breaker', () => {
     }
     assert.equal(gate.stats().tools.flaky.breaker, 'closed')
     const first = []
-    for (let i = 0; i < 6; i++) first.push(await one(gate, 'flaky'))
-    assert.deepEqual(first.map((r) => r.errorKind ?? 'ok'), ['handler_error', 'handler_error', 'ok', 'handler_error', 'ok', 'handler_error'])
-    assert.equal(gate.stats().tools.flaky.breaker, 'open', '4 of 6 counted calls failed')
+    for (let i = 0; i < 5; i++) first.push(await one(gate, 'flaky'))
+    assert.deepEqual(first.map((r) => r.errorKind ?? 'ok'), ['handler_error', 'handler_error', 'ok', 'handler_error', 'ok'])
+    assert.equal(gate.stats().tools.flaky.breaker, 'open', '3 of 5 counted calls failed: the fifth, a success, found the rate reached')
     const refused = await one(gate, 'flaky')
     assertFailure(refused, 'unavailable', 'Tool "flaky" is unavailable: too many of its recent calls failed')
     assert.equal(refused.retryable, true)
     assert.equal(refused.retryAfterMs, 1_000)
     assert.equal(marks(refused).at(-1), 'breaker:open')
-    assert.equal(backend.calls, 6, 'not run while open')
+    assert.equal(backend.calls, 5, 'not run while open')
     await clock.advance(1_000)
     assert.equal(gate.stats().tools.flaky.breaker, 'half_open')
     // Two trials at once, a third told to wait: the first passes, the second fails and reopens it.
@@ -61,7 +61,7 @@ describe('circuit breaker', () => {
     assert.equal(gate.stats().tools.flaky.breaker, 'closed', 'two trials passed')
     await new Promise((resolve) => setImmediate(resolve))
     assert.deepEqual(events.map((e) => `${e.from}>${e.to}`), ['closed>open', 'open>half_open', 'half_open>open', 'open>half_open', 'half_open>closed'])
-    assert.deepEqual({ calls: events[0].calls, failures: events[0].failures, toolName: events[0].toolName }, { calls: 6, failures: 4, toolName: 'flaky' })
+    assert.deepEqual({ calls: events[0].calls, failures: events[0].failures, toolName: events[0].toolName }, { calls: 5, failures: 3, toolName: 'flaky' })
     const stats = gate.stats().tools.flaky
     assert.deepEqual([stats.breakerOpened, stats.breakerRefused], [2, 2])
     await gate.close()

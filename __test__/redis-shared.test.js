@@ -185,11 +185,180 @@ test('a breaker opened by one executor\'s failures stops the other once it hears
   }
 })
 
+// One scenario for both stores: the memory store's breaker (the engine's) and Redis's (the Lua) must open, refuse
+// and close on the same calls. Each step is a handler outcome, or a pause past openMs.
+const BREAKER_SCENARIO = [
+  ['fail', 'closed'], ['fail', 'closed'], ['fail', 'closed'],
+  ['ok', 'open'], // the fourth call reaches minCalls: 3 of 4 failed, and a success does not hide that
+  ['refused', 'open'],
+  ['pause'],
+  ['ok', 'closed'], // the trial
+  ['ok', 'closed'], ['fail', 'closed'], ['fail', 'closed'],
+  ['ok', 'closed'], // 2 of 4 failed: below 0.6
+  ['fail', 'open'], // 3 of 5
+  ['refused', 'open'],
+]
+
+async function breakerScenario(store) {
+  const gate = new ToolExecutor({ store })
+  let next = 'ok'
+  gate.register({
+    name: 'quote', retry: false, breaker: { minCalls: 4, failureRate: 0.6, openMs: 300, halfOpenCalls: 1 },
+    handler: () => {
+      if (next === 'fail') throw new Error('503 from the quotes API')
+      return 'quoted'
+    },
+  })
+  const seen = []
+  try {
+    for (const [step] of BREAKER_SCENARIO) {
+      if (step === 'pause') {
+        await sleep(400)
+        continue
+      }
+      next = step
+      const [r] = await gate.execute([{ name: 'quote' }])
+      const outcome = r.success ? 'ok' : r.errorKind === 'unavailable' ? 'refused' : 'fail'
+      // With Redis, the phase is known once the answer to the outcome told the store is in.
+      await waitFor(() => (gate.stats().store?.pending ?? 0) === 0, 'the store answered')
+      seen.push([outcome, gate.stats().tools.quote.breaker])
+    }
+  } finally {
+    await gate.close()
+  }
+  return seen
+}
+
+test('a breaker opens, refuses and closes on the same calls in memory and in Redis, judged after every counted outcome', async () => {
+  const expected = BREAKER_SCENARIO.filter(([step]) => step !== 'pause')
+  assert.deepEqual(await breakerScenario(undefined), expected, 'the memory store')
+  for (const kind of ['ioredis', 'node-redis cluster']) {
+    const store = redisStore({ client: await connect(kind), prefix: freshPrefix(), timeoutMs: 1_000 })
+    assert.deepEqual(await breakerScenario(store), expected, kind)
+  }
+})
+
+test('garbage under a breaker key never opens the breaker of any executor, and none is left refusing after FLUSHALL', async () => {
+  const { client, end } = await ownServer()
+  const { store, a, b } = pair(client, {
+    register: (gate) => gate.register({ name: 'pay', retry: false, breaker: { minCalls: 2, openMs: 1_000 }, handler: () => 'paid' }),
+  })
+  const key = `${store.prefix}{k:pay}`
+  const week = String(Date.now() + 7 * 24 * 3600 * 1000)
+  const kinds = (results) => results.map((r) => r.errorKind ?? 'ok')
+  try {
+    for (const garbage of [['phase', 'open', 'until', week], ['phase', 'open', 'until', '1e400'], ['phase', 'half_open', 'gen', '1', 'adm', '999']]) {
+      for (const gate of [a.gate, b.gate]) {
+        await client.hset(key, ...garbage)
+        assert.deepEqual(kinds([...await gate.execute([{ name: 'pay' }]), ...await gate.execute([{ name: 'pay' }])]), ['ok', 'ok'], `${garbage}`)
+        await waitFor(() => gate.stats().store.pending === 0, 'the outcomes told')
+        assert.equal(gate.stats().tools.pay.breaker, 'closed', `${garbage}`)
+      }
+    }
+    await client.hset(key, 'phase', 'open', 'until', week)
+    assert.deepEqual(kinds(await a.gate.execute([{ name: 'pay' }])), ['ok'])
+    await waitFor(() => a.gate.stats().store.pending === 0, 'the outcome told')
+    await client.flushall()
+    assert.deepEqual(kinds(await a.gate.execute([{ name: 'pay' }])), ['ok'], 'nothing of the garbage kept by the executor')
+    assert.equal(a.gate.stats().tools.pay.breakerOpened + b.gate.stats().tools.pay.breakerOpened, 0)
+  } finally {
+    await end(a.gate, b.gate)
+  }
+})
+
 /** Waits (real time, a few seconds at most) until `ok()` holds. */
 async function waitFor(ok, what) {
   for (let i = 0; i < 200 && !ok(); i++) await sleep(10)
   assert.ok(ok(), what)
 }
+
+for (const kind of ['ioredis cluster', 'node-redis cluster']) {
+  test(`${kind}: a paused master costs the store only to the calls whose keys live on it`, { timeout: 30_000 }, async () => {
+    const client = await connect(kind)
+    const store = redisStore({ client, prefix: freshPrefix(), timeoutMs: 500 })
+    const gate = new ToolExecutor({ store, concurrency: 64 })
+    const ran = new Set()
+    gate.register({
+      name: 'lookup', readOnly: true, idempotent: true, parameters: { type: 'object', properties: { q: { type: 'string' } } },
+      handler: ({ q }) => {
+        ran.add(q)
+        return `answer to ${q}`
+      },
+    })
+    gate.register({ name: 'charge', readOnly: true, budget: { maxCalls: 1_000 }, handler: () => 'charged' })
+    const turn = [...Array.from({ length: 30 }, (_, i) => ({ name: 'lookup', arguments: { q: String(i) } })), { name: 'charge' }]
+    // Each master, by a connection of its own: which cache entries and which budget counter it holds.
+    const direct = cluster.ports.map((port) => new Redis({ port, host: '127.0.0.1' }))
+    const paused = []
+    try {
+      await gate.execute(turn)
+      await waitFor(() => gate.stats().store.pending === 0, 'the entries kept')
+      const held = await Promise.all(direct.map(async (node) => {
+        const keys = []
+        let cursor = '0'
+        do {
+          const [next, page] = await node.scan(cursor, 'MATCH', `${store.prefix}*`, 'COUNT', '1000')
+          keys.push(...page)
+          cursor = next
+        } while (cursor !== '0')
+        const entries = keys.map((key) => /}e:.*"q":"(\d+)"/.exec(key)?.[1]).filter((q) => q !== undefined)
+        return { entries: new Set(entries), budget: keys.some((key) => key.includes('{g:')) }
+      }))
+      assert.equal(held.reduce((n, node) => n + node.entries.size, 0), 30, 'every entry kept once')
+      const down = held.findIndex((node) => node.entries.size > 0 && !node.budget)
+      assert.ok(down >= 0, 'a master with entries and without the budget counter')
+      ran.clear()
+      paused.push(cluster.ports[down])
+      await cluster.kill(cluster.ports[down], 'SIGSTOP')
+      const results = await gate.execute(turn)
+      for (const [i, r] of results.slice(0, 30).entries()) {
+        const lost = held[down].entries.has(String(i))
+        assert.deepEqual([r.success, r.cached, r.metadata.store], [true, !lost, lost ? 'unavailable' : undefined], `lookup ${i}`)
+        if (lost) assert.match(r.metadata.storeError, /no answer within 500 ms/)
+      }
+      assert.deepEqual([...ran].sort(), [...held[down].entries].sort(), 'only the calls whose entries live on the paused master ran')
+      const charged = results[30]
+      assert.deepEqual([charged.success, charged.metadata.store], [true, undefined], 'its budget lives on a master that answered')
+    } finally {
+      for (const port of paused) await cluster.kill(port, 'SIGCONT')
+      await gate.close()
+      for (const node of direct) node.disconnect()
+    }
+  })
+}
+
+test('a store of the application\'s own: a reply told early is used at once; a short, odd or failed answer fails what it leaves out', async () => {
+  const batches = []
+  const store = {
+    timeoutMs: 5_000,
+    run: (ops, onReply) => new Promise((resolve, reject) => batches.push({ ops, onReply, resolve, reject })),
+    invalidate: async () => 0,
+  }
+  const gate = new ToolExecutor({ store })
+  const ran = []
+  gate.register({ name: 'api', readOnly: true, rateLimit: '10/s', parameters: { type: 'object', properties: { n: { type: 'number' } } }, handler: ({ n }) => { ran.push(n); return `ran ${n}` } })
+  const three = () => gate.execute([0, 1, 2].map((n) => ({ name: 'api', arguments: { n } })))
+  const outcomes = (results) => results.map((r) => r.metadata.storeError ?? r.output)
+  try {
+    const first = three()
+    await waitFor(() => batches.length === 1, 'one batch')
+    assert.equal(batches[0].ops.length, 3)
+    batches[0].onReply(0, { take: 'now' })
+    await waitFor(() => ran.length === 1, 'the call told its token ran')
+    batches[0].resolve([{ take: 'now' }])
+    assert.deepEqual(outcomes(await first), ['ran 0', 'the store gave no answer for this operation', 'the store gave no answer for this operation'])
+    const second = three()
+    await waitFor(() => batches.length === 2, 'a second batch')
+    batches[1].resolve([7, { take: 'now' }, null])
+    assert.deepEqual(outcomes(await second), ['the store answered 7 for this operation, not a reply', 'ran 1', 'the store answered null for this operation, not a reply'])
+    const third = three()
+    await waitFor(() => batches.length === 3, 'a third batch')
+    batches[2].reject(new Error('connection reset'))
+    assert.deepEqual(outcomes(await third), ['connection reset', 'connection reset', 'connection reset'])
+  } finally {
+    await gate.close()
+  }
+})
 
 test('a call that needs no store never reaches it; one that does costs one ticket', async () => {
   const client = await connect('ioredis')

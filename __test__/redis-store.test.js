@@ -366,6 +366,88 @@ for (const kind of KINDS) {
       })
     }
 
+    it('breakers: garbage under a breaker key reads as a closed breaker with no history, and is dropped', async () => {
+      const config = { halfOpenCalls: 1, openMs: 1_000, ttlMs: TTL }
+      const admit = (key) => one({ op: 'breakerAdmit', key, trialWaitMs: 5_000, ...config })
+      const record = (key, outcome) => one({
+        op: 'breakerRecord', key, admission: 'counted', generation: 0, outcome, failureRate: 0.5, minCalls: 2, windowMs: 10_000, ...config,
+      })
+      const breakerKey = (tool) => `${prefix}{k:${tool}}`
+      // What the scripts write themselves still holds: two failures open it for openMs, and it refuses meanwhile.
+      const tool = fresh('t')
+      assert.equal((await record(tool, 'failure')).phase, 'closed')
+      const opened = await record(tool, 'failure')
+      assert.deepEqual([opened.phase, opened.from, opened.calls, opened.failures], ['open', 'closed', 2, 2])
+      const refused = await admit(tool)
+      assert.deepEqual([refused.admit, refused.phase], ['refused', 'open'])
+      assert.ok(refused.waitMs > 0 && refused.waitMs <= 1_000, `waitMs ${refused.waitMs}`)
+
+      const week = String(Date.now() + 7 * 24 * 3600 * 1000)
+      const garbage = [
+        ['an opening that ends past openMs', ['HSET', 'phase', 'open', 'until', week, 'gen', '3']],
+        ['an opening 17 digits long', ['HSET', 'phase', 'open', 'until', '99999999999999999']],
+        ['an opening with no end', ['HSET', 'phase', 'open']],
+        ['an end that is no number', ['HSET', 'phase', 'open', 'until', 'soon']],
+        ['an end in exponent form', ['HSET', 'phase', 'open', 'until', '1e400']],
+        ['more trials out than halfOpenCalls', ['HSET', 'phase', 'half_open', 'gen', '1', 'adm', '999']],
+        ['a negative generation', ['HSET', 'phase', 'half_open', 'gen', '-1']],
+        ['a phase it does not know', ['HSET', 'phase', 'stuck']],
+        ['a window cell that is no count', ['HSET', 's3', '1:0:many']],
+        ['a count past 15 digits', ['HSET', 's0', '1:0:1234567890123456']],
+        ['a string', ['SET', 'open']],
+        ['a list', ['RPUSH', 'open']],
+      ]
+      for (const [what, [command, ...args]] of garbage) {
+        const admitted = fresh('t')
+        await raw(breakerKey(admitted), command, breakerKey(admitted), ...args)
+        const reply = await admit(admitted)
+        assert.deepEqual([reply.admit, reply.phase, reply.waitMs], ['counted', 'closed', 0], what)
+        assert.equal(Number(await raw(breakerKey(admitted), 'EXISTS', breakerKey(admitted))), 0, `${what}: dropped`)
+
+        const recorded = fresh('t')
+        await raw(breakerKey(recorded), command, breakerKey(recorded), ...args)
+        const after = await record(recorded, 'failure')
+        assert.deepEqual([after.phase, after.from, after.waitMs], ['closed', undefined, 0], what)
+        const left = (await raw(breakerKey(recorded), 'HVALS', breakerKey(recorded))).map(String)
+        assert.equal(left.length, 1, `${what}: one window cell left, ${left}`)
+        assert.match(left[0], /^\d+:0:1$/, `${what}: the failure just counted, alone`)
+      }
+    })
+
+    if (kind.cluster) {
+      it('a paused master: the others\' replies are told as they come, and only the ops left on it are in flight', { timeout: 20_000 }, async () => {
+        const { ports, kill } = await servers.cluster.get()
+        const slots = await raw(undefined, 'CLUSTER', 'SLOTS')
+        const portOf = async (key) => {
+          const slot = Number(await raw(undefined, 'CLUSTER', 'KEYSLOT', `${prefix}{b:${key}}`))
+          return Number(slots.find(([first, last]) => slot >= Number(first) && slot <= Number(last))[2][1])
+        }
+        const [paused, live] = [[], []]
+        while (paused.length < 2 || live.length < 4) {
+          const key = fresh('b')
+          ;((await portOf(key)) === ports[0] ? paused : live).push(key)
+        }
+        const take = (key) => ({ op: 'take', key, capacity: 5, refillPerSec: 1, maxWaitMs: 0 })
+        const ops = [...paused, ...live].map(take)
+        const small = redisStore({ client, prefix, timeoutMs: 5_000, maxInFlight: ops.length })
+        const told = []
+        let batch
+        await kill(ports[0], 'SIGSTOP')
+        try {
+          batch = small.run(ops, (at, reply) => told.push([at, reply]))
+          await until('the live masters answered', () => told.length === live.length)
+          assert.deepEqual(told.map(([at]) => at).sort((x, y) => x - y), live.map((_, i) => paused.length + i))
+          assert.ok(told.every(([, reply]) => reply.take === 'now'))
+          // Still out: the ops on the paused master alone, so there is room for as many more as answered.
+          assert.deepEqual(await small.run(live.map(take)), live.map(() => ({ take: 'now' })))
+        } finally {
+          await kill(ports[0], 'SIGCONT')
+        }
+        assert.deepEqual(await batch, ops.map(() => ({ take: 'now' })))
+        assert.equal(told.length, ops.length, 'each reply told once')
+      })
+    }
+
     it('answers an unknown op with an error reply, not a throw', async () => {
       const replies = await store.run([{ op: 'frobnicate' }, { op: 'lookup', key: fresh('k') }, null])
       assert.match(replies[0].error, /^unknown store op "frobnicate"/)

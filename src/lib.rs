@@ -302,7 +302,8 @@ impl Engine {
         self.reply(&env, step)
     }
 
-    /// The shared store's answer to a ticket a step sent: one reply per operation, as a JSON array.
+    /// The shared store's answer to a ticket a step sent, whole or in part: a JSON array of one entry per
+    /// operation, its reply or null while it is not answered yet.
     #[napi(catch_unwind)]
     pub fn answer_store(&mut self, env: Env, ticket: u32, replies_json: String) -> Result<String> {
         let step = self.inner.answer_store(ticket, &replies_json, self.now());

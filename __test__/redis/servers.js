@@ -207,7 +207,9 @@ async function startNodes(ports, busPorts) {
     await stop()
     throw err
   }
-  return { ports, nodes: ports.map((port) => ({ host: '127.0.0.1', port })), stop }
+  // kill(port, 'SIGSTOP') pauses one master (its connections stay open, it stops answering); SIGCONT resumes it.
+  const kill = (port, signal = 'SIGKILL') => sendSignal(children[ports.indexOf(port)], signal)
+  return { ports, nodes: ports.map((port) => ({ host: '127.0.0.1', port })), stop, kill }
 }
 
 module.exports = { startRedis, startCluster, redisServerAvailable, assertRedisServer }

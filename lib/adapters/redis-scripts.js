@@ -6,6 +6,44 @@
 
 const { createHash } = require('node:crypto')
 
+// How both breaker scripts read a breaker's hash. Anything toolgate could not have written there (a key of another
+// type, a phase it does not know, a field that is no whole number of at most 15 digits, more trials than
+// halfOpenCalls, an opening that ends more than openMs from now) is garbage: the key is deleted and the breaker reads
+// as closed with no history, so that garbage never keeps a tool from running, nor lingers.
+const BREAKER_STATE = `
+local CELLS = {'s0', 's1', 's2', 's3', 's4', 's5', 's6', 's7', 's8', 's9'}
+local function whole(text, most)
+  if not text or #text > 15 or not string.match(text, '^%d+$') then return nil end
+  local n = tonumber(text)
+  if most and n > most then return nil end
+  return n
+end
+local function read_breaker(key, now, open_ms, half_open_calls)
+  local kind = redis.call('TYPE', key).ok
+  if kind == 'hash' then
+    local f = redis.call('HMGET', key, 'phase', 'until', 'gen', 'adm', 'pas', unpack(CELLS))
+    local state = {phase = f[1] or 'closed', until_at = 0, gen = whole(f[3] or '0'), cells = {},
+      adm = whole(f[4] or '0', half_open_calls), pas = whole(f[5] or '0', half_open_calls)}
+    local known = state.phase == 'closed' or state.phase == 'open' or state.phase == 'half_open'
+    local valid = known and state.gen and state.adm and state.pas
+    if state.phase == 'open' then
+      state.until_at = whole(f[2], now + open_ms)
+      valid = valid and state.until_at
+    end
+    for i = 1, 10 do
+      if f[5 + i] then
+        local n, ok, failed = string.match(f[5 + i], '^(%d+):(%d+):(%d+)$')
+        state.cells[i] = {whole(n), whole(ok), whole(failed)}
+        valid = valid and state.cells[i][1] and state.cells[i][2] and state.cells[i][3]
+      end
+    end
+    if valid then return state end
+  end
+  if kind ~= 'none' then redis.call('DEL', key) end
+  return {phase = 'closed', until_at = 0, gen = 0, adm = 0, pas = 0, cells = {}}
+end
+`
+
 const SOURCES = {
   // KEYS: session. ARGV: ttlMs, refuse, reuse, rollbacks ('1' or '0'), maxSessionKeys, [key].
   // Counts the call under its dedup key (a full session counts nothing new: earlier stays 0), takes the count
@@ -136,21 +174,21 @@ if used and tonumber(state[1]) == tonumber(ARGV[2]) then
 end
 return 0
 `,
-  // KEYS: breaker. ARGV: halfOpenCalls, trialWaitMs, ttlMs. Lets an attempt through a breaker: 'counted' (closed),
-  // 'trial' (half-open, while trial places are left) or 'refused' with the wait; an opening whose time is up turns
-  // half-open here. Returns {admit, waitMs, phase, generation, from (the phase it left, or false)}. The same rules
-  // as the engine's own breaker (crates/core/src/breaker.rs).
-  breakerAdmit: `
+  // KEYS: breaker. ARGV: halfOpenCalls, trialWaitMs, ttlMs, openMs. Lets an attempt through a breaker: 'counted'
+  // (closed), 'trial' (half-open, while trial places are left) or 'refused' with the wait; an opening whose time is
+  // up turns half-open here. Returns {admit, waitMs, phase, generation, from (the phase it left, or false)}. The same
+  // rules as the engine's own breaker (crates/core/src/breaker.rs).
+  breakerAdmit: `${BREAKER_STATE}
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local key = KEYS[1]
-local state = redis.call('HMGET', key, 'phase', 'until', 'gen', 'adm')
-local phase, until_at, gen, adm = state[1] or 'closed', tonumber(state[2]) or 0, tonumber(state[3]) or 0, tonumber(state[4]) or 0
+local state = read_breaker(key, now, tonumber(ARGV[4]), tonumber(ARGV[1]))
+local phase, until_at, gen, adm = state.phase, state.until_at, state.gen, state.adm
 local from = false
 if phase == 'open' then
   if now < until_at then return {'refused', until_at - now, phase, gen, false} end
   from, phase, gen, adm = 'open', 'half_open', gen + 1, 0
-  redis.call('HDEL', key, 's0', 's1', 's2', 's3', 's4', 's5', 's6', 's7', 's8', 's9')
+  redis.call('HDEL', key, unpack(CELLS))
   redis.call('HSET', key, 'phase', phase, 'gen', string.format('%d', gen), 'adm', 0, 'pas', 0)
   redis.call('PEXPIRE', key, math.min(tonumber(ARGV[3]), 1e13))
 end
@@ -163,21 +201,21 @@ return {'refused', tonumber(ARGV[2]), phase, gen, from}
 `,
   // KEYS: breaker. ARGV: admission ('counted' or 'trial'), generation, outcome ('success', 'failure' or 'untested'),
   // failureRate, minCalls, windowMs, openMs, halfOpenCalls, ttlMs. Counts how an admitted attempt ended: a closed
-  // breaker counts outcomes in ten slices of its window and opens at the failure rate (from minCalls on); a trial of
-  // the current half-open phase closes it after halfOpenCalls successes, reopens it on a failure, or gives its
-  // place back. Returns {phase, from (the phase it left, or false), calls, failures (when it opened), openLeftMs}.
-  breakerRecord: `
+  // breaker counts outcomes in ten slices of its window and opens at the failure rate (from minCalls on, judged
+  // after every counted outcome, a success too); a trial of the current half-open phase closes it after
+  // halfOpenCalls successes, reopens it on a failure, or gives its place back. Returns {phase, from (the phase it
+  // left, or false), calls, failures (when it opened), openLeftMs}.
+  breakerRecord: `${BREAKER_STATE}
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local key = KEYS[1]
-local state = redis.call('HMGET', key, 'phase', 'until', 'gen', 'adm', 'pas')
-local phase, until_at, gen = state[1] or 'closed', tonumber(state[2]) or 0, tonumber(state[3]) or 0
-local adm, pas = tonumber(state[4]) or 0, tonumber(state[5]) or 0
 local outcome, open_ms = ARGV[3], tonumber(ARGV[7])
+local state = read_breaker(key, now, open_ms, tonumber(ARGV[8]))
+local phase, until_at, gen, adm, pas = state.phase, state.until_at, state.gen, state.adm, state.pas
 local from, calls, failures = false, false, false
 local function enter(to)
   from, phase, gen = phase, to, gen + 1
-  redis.call('HDEL', key, 's0', 's1', 's2', 's3', 's4', 's5', 's6', 's7', 's8', 's9')
+  redis.call('HDEL', key, unpack(CELLS))
   redis.call('HSET', key, 'phase', phase, 'gen', string.format('%d', gen), 'adm', 0, 'pas', 0)
   if to == 'open' then
     until_at = now + open_ms
@@ -189,14 +227,12 @@ if ARGV[1] == 'counted' then
     local width = math.max(1, math.floor(tonumber(ARGV[6]) / 10))
     local slice = math.floor(now / width)
     local field = 's' .. string.format('%d', slice % 10)
-    local cells = redis.call('HMGET', key, 's0', 's1', 's2', 's3', 's4', 's5', 's6', 's7', 's8', 's9')
     local ok_total, failed_total, ok, failed = 0, 0, 0, 0
     for i = 1, 10 do
-      local n, o, f = string.match(cells[i] or '', '^(%d+):(%d+):(%d+)$')
-      n, o, f = tonumber(n), tonumber(o), tonumber(f)
-      if n and n <= slice and slice - n < 10 then
-        ok_total, failed_total = ok_total + o, failed_total + f
-        if n == slice then ok, failed = o, f end
+      local cell = state.cells[i]
+      if cell and cell[1] <= slice and slice - cell[1] < 10 then
+        ok_total, failed_total = ok_total + cell[2], failed_total + cell[3]
+        if cell[1] == slice then ok, failed = cell[2], cell[3] end
       end
     end
     if outcome == 'success' then
@@ -206,7 +242,7 @@ if ARGV[1] == 'counted' then
     end
     redis.call('HSET', key, field, string.format('%d:%d:%d', slice, ok, failed))
     local total = ok_total + failed_total
-    if outcome == 'failure' and total >= tonumber(ARGV[5]) and failed_total >= tonumber(ARGV[4]) * total then
+    if total >= tonumber(ARGV[5]) and failed_total >= tonumber(ARGV[4]) * total then
       calls, failures = total, failed_total
       enter('open')
     end

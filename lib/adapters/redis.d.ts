@@ -72,7 +72,7 @@ export type StoreOp =
   | { op: 'rollbacks'; session: string; flagged: boolean; ttlMs: number }
   | { op: 'spend'; key: string; amount: number; limit: number; ttlMs: number; windowMs?: number }
   | { op: 'unspend'; key: string; amount: number; window: number }
-  | { op: 'breakerAdmit'; key: string; halfOpenCalls: number; trialWaitMs: number; ttlMs: number }
+  | { op: 'breakerAdmit'; key: string; halfOpenCalls: number; trialWaitMs: number; ttlMs: number; openMs: number }
   | {
       op: 'breakerRecord'; key: string; admission: 'counted' | 'trial'; generation: number
       outcome: 'success' | 'failure' | 'untested'; failureRate: number; minCalls: number; windowMs: number
@@ -103,8 +103,9 @@ export interface RedisStore {
   readonly timeoutMs: number
   readonly maxEntryBytes: number
   readonly onError: Readonly<Record<StoreStation, StoreFailureMode>>
-  /** Runs a batch of operations at once; never rejects: one reply per op, in order. */
-  run(ops: ReadonlyArray<StoreOp>): Promise<StoreReply[]>
+  /** Runs a batch of operations at once; never rejects: one reply per op, in order, each also told to `onReply` as
+   * its node answers. */
+  run(ops: ReadonlyArray<StoreOp>, onReply?: (index: number, reply: StoreReply) => void): Promise<StoreReply[]>
   /** Deletes the cached entries whose cache key starts with `prefix` ('' for all) and resolves to how many; rejects
    * when Redis failed on the way (the cache may then be partly invalidated). */
   invalidate(prefix: string): Promise<number>

@@ -197,7 +197,7 @@ function redisStore(options) {
       return {}
     },
     async breakerAdmit(op) {
-      const [admit, waitMs, phase, generation, from] = await evalScript(SCRIPTS.breakerAdmit, [breakerKey(op.key)], [op.halfOpenCalls, op.trialWaitMs, op.ttlMs])
+      const [admit, waitMs, phase, generation, from] = await evalScript(SCRIPTS.breakerAdmit, [breakerKey(op.key)], [op.halfOpenCalls, op.trialWaitMs, op.ttlMs, op.openMs])
       return { admit, waitMs, phase, generation, from: some(from) }
     },
     async breakerRecord(op) {
@@ -218,17 +218,21 @@ function redisStore(options) {
   }
 
   /** Every op of the batch at once: all commands go out in this tick, and both clients pipeline them on the wire.
-   * How long an answer may take is the engine's to bound (`timeoutMs`); a late one is still cleaned up. */
-  async function run(ops) {
+   * Each reply is told to `onReply(index, reply)` as its node answers, so that a node that is down or slow holds up
+   * only the ops on it. How long an answer may take is the engine's to bound (`timeoutMs`); a late one is still
+   * cleaned up. */
+  async function run(ops, onReply) {
     // Not connected: answer at once rather than pile commands up in the client's offline queue.
     const down = notConnected() ?? (inFlight + ops.length > maxInFlight ? `${inFlight} operations are still waiting on Redis (maxInFlight ${maxInFlight})` : null)
     if (down !== null) return ops.map(() => ({ error: down }))
     inFlight += ops.length
-    try {
-      return await Promise.all(ops.map(perform))
-    } finally {
-      inFlight -= ops.length
-    }
+    return Promise.all(ops.map(async (op, at) => {
+      const reply = await perform(op)
+      // Each op is out until its own node answers, not until the slowest of its batch does.
+      inFlight -= 1
+      onReply?.(at, reply)
+      return reply
+    }))
   }
 
   async function unlink(keys) {

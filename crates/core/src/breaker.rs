@@ -222,9 +222,8 @@ impl BreakerState {
                     Outcome::Success => cell.1 += 1,
                     _ => cell.2 += 1,
                 }
-                if outcome != Outcome::Failure {
-                    return None;
-                }
+                // Judged after every counted outcome, a success too: the call that brings the window to minCalls
+                // may be a success, and the failures before it have reached the rate all the same.
                 let (successes, failures) = self
                     .slices
                     .iter()
@@ -330,15 +329,27 @@ mod tests {
     #[test]
     fn opens_past_the_failure_rate_once_enough_calls_counted() {
         let mut state = BreakerState::default();
-        assert_eq!(call(&mut state, Outcome::Failure, 0), None);
-        assert_eq!(call(&mut state, Outcome::Failure, 1), None);
-        assert_eq!(call(&mut state, Outcome::Failure, 2), None, "three calls: fewer than minCalls");
+        for at in 0..3 {
+            assert_eq!(call(&mut state, Outcome::Success, at), None, "fewer than minCalls");
+        }
         assert_eq!(call(&mut state, Outcome::Untested, 3), None, "not counted");
-        let opened = call(&mut state, Outcome::Success, 4);
-        assert_eq!(opened, None, "a success never opens it");
-        let opened = call(&mut state, Outcome::Failure, 5).expect("4 of 5 failed");
-        assert_eq!((opened.from, opened.to, opened.calls, opened.failures), (Phase::Closed, Phase::Open, Some(5), Some(4)));
-        assert_eq!(state.admit("t", &config(), TRIAL, || 500).0, Admission::Refused(Duration::from_millis(505)));
+        assert_eq!(call(&mut state, Outcome::Failure, 4), None, "1 of 4 failed: below the rate");
+        assert_eq!(call(&mut state, Outcome::Failure, 5), None, "2 of 5 failed: below the rate");
+        let opened = call(&mut state, Outcome::Failure, 6).expect("3 of 6 failed");
+        assert_eq!((opened.from, opened.to, opened.calls, opened.failures), (Phase::Closed, Phase::Open, Some(6), Some(3)));
+        assert_eq!(state.admit("t", &config(), TRIAL, || 500).0, Admission::Refused(Duration::from_millis(506)));
+    }
+
+    #[test]
+    fn a_success_that_completes_min_calls_opens_it_when_the_failures_reached_the_rate() {
+        let mut state = BreakerState::default();
+        for at in 0..3 {
+            assert_eq!(call(&mut state, Outcome::Failure, at), None, "fewer than minCalls");
+        }
+        assert_eq!(call(&mut state, Outcome::Untested, 3), None, "not counted");
+        let opened = call(&mut state, Outcome::Success, 4).expect("3 of 4 failed: the success finds the rate reached");
+        assert_eq!((opened.from, opened.to, opened.calls, opened.failures), (Phase::Closed, Phase::Open, Some(4), Some(3)));
+        assert_eq!(state.admit("t", &config(), TRIAL, || 500).0, Admission::Refused(Duration::from_millis(504)));
     }
 
     #[test]

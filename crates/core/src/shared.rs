@@ -7,7 +7,9 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
+use crate::breaker::{Admission, BreakerConfig, Phase};
 use crate::result::{ErrorKind, ToolResult};
 use crate::store::Bucket;
 use crate::timer::seconds;
@@ -73,7 +75,8 @@ pub enum Op {
     /// Gives back a spending of a call that never ran, in the window it was made in.
     Unspend { key: String, amount: f64, window: u64 },
     /// Lets an attempt through a breaker the process does not know to be closed: counted, a trial, or refused.
-    BreakerAdmit { key: String, half_open_calls: u32, trial_wait_ms: u64, ttl_ms: u64 },
+    /// `open_ms` bounds what an opening found in the store may have left: a longer one is garbage.
+    BreakerAdmit { key: String, half_open_calls: u32, trial_wait_ms: u64, ttl_ms: u64, open_ms: u64 },
     /// How an admitted attempt ended (`admission`: `counted` or `trial`, of `generation`).
     BreakerRecord {
         key: String,
@@ -124,18 +127,23 @@ impl Reply {
     }
 }
 
-/// The host's answer to a ticket: one reply per operation, in order. An answer that cannot be read, or that has
-/// too few replies, fails every operation it does not answer.
-pub fn read_replies(json: &str, ops: usize) -> Vec<Reply> {
-    let mut replies = match serde_json::from_str::<Vec<Reply>>(json) {
-        Ok(replies) => replies,
-        Err(e) => return vec![Reply::failed(&format!("the store's answer could not be read ({e})")); ops],
+/// The host's answer to a ticket, whole or in part: one entry per operation, in order, `null` (None here) for one
+/// not answered yet, which a later answer brings (the operations of one ticket may lie on different nodes, and
+/// each is answered as its node answers). Each reply is read alone: one that cannot be read fails its operation
+/// only. An answer that cannot be read at all, or that has too few entries, fails every operation it leaves out.
+pub fn read_answer(json: &str, ops: usize) -> Vec<Option<Reply>> {
+    let unreadable = |e: serde_json::Error| Reply::failed(&format!("the store's answer could not be read ({e})"));
+    let entries = match serde_json::from_str::<Vec<&RawValue>>(json) {
+        Ok(entries) => entries,
+        Err(e) => return vec![Some(unreadable(e)); ops],
     };
-    replies.truncate(ops);
-    while replies.len() < ops {
-        replies.push(Reply::failed("the store gave no answer for this operation"));
-    }
-    replies
+    (0..ops)
+        .map(|at| match entries.get(at) {
+            None => Some(Reply::failed("the store gave no answer for this operation")),
+            Some(entry) if entry.get() == "null" => None,
+            Some(entry) => Some(serde_json::from_str(entry.get()).unwrap_or_else(unreadable)),
+        })
+        .collect()
 }
 
 /// A token as the shared bucket answered: taken now, reserved for after a wait, refused (try after), or failed.
@@ -291,6 +299,53 @@ impl Spent {
     }
 }
 
+/// A shared breaker as the store answered: its phase, how long it stays open, the phase it left when the operation
+/// changed it (with the counts that opened it), and what it let an attempt do (a reply to an outcome lets nothing
+/// through and reads as counted).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BreakerSaid {
+    pub phase: Phase,
+    pub open_for: Duration,
+    pub from: Option<Phase>,
+    pub calls: Option<u32>,
+    pub failures: Option<u32>,
+    pub admission: Admission,
+}
+
+impl BreakerSaid {
+    /// Err: the store failed. A reply no breaker of `config` could give (a phase or admission it does not know, an
+    /// opening longer than openMs, a trial's wait longer than `trial_wait`) is garbage found in the store: it reads
+    /// as a closed breaker, since garbage must never keep a tool from running (nor be kept as this process's view).
+    pub fn of(reply: &Reply, config: &BreakerConfig, trial_wait: Duration) -> Result<BreakerSaid, String> {
+        if let Some(e) = &reply.error {
+            return Err(e.clone());
+        }
+        let closed = BreakerSaid { phase: Phase::Closed, open_for: Duration::ZERO, from: None, calls: None, failures: None, admission: Admission::Counted(None) };
+        Ok(Self::read(reply, config, trial_wait).unwrap_or(closed))
+    }
+
+    fn read(reply: &Reply, config: &BreakerConfig, trial_wait: Duration) -> Option<BreakerSaid> {
+        let phase = Phase::parse(reply.phase.as_deref()?)?;
+        let from = match reply.from.as_deref() {
+            Some(from) => Some(Phase::parse(from).filter(|from| *from != phase)?),
+            None => None,
+        };
+        let wait = |longest: Duration| {
+            let ms = reply.wait_ms.unwrap_or(0.0);
+            (0.0..=longest.as_millis() as f64).contains(&ms).then(|| seconds(ms / 1000.0))
+        };
+        let open_for = if phase == Phase::Open { wait(Duration::from_millis(config.open_ms))? } else { Duration::ZERO };
+        let admission = match (reply.admit.as_deref(), phase) {
+            (None, _) | (Some("counted"), Phase::Closed) => Admission::Counted(None),
+            (Some("trial"), Phase::HalfOpen) => Admission::Trial(reply.generation?),
+            (Some("refused"), Phase::Open) => Admission::Refused(open_for),
+            (Some("refused"), Phase::HalfOpen) => Admission::Refused(wait(trial_wait)?),
+            _ => return None,
+        };
+        Some(BreakerSaid { phase, open_for, from, calls: reply.calls, failures: reply.failures, admission })
+    }
+}
+
 /// A call not run because the store that keeps its rate limit is down (the limit fails closed): `rate_limited`,
 /// as the model should read it, with the store's reason.
 pub fn no_token(call_id: String, tool: &str, why: &str) -> ToolResult {
@@ -332,12 +387,21 @@ mod tests {
 
     #[test]
     fn an_unreadable_or_short_answer_fails_what_it_leaves_unanswered() {
-        let replies = read_replies("not json", 2);
-        assert!(replies.iter().all(|r| r.error.as_deref().is_some_and(|e| e.contains("could not be read"))));
-        let replies = read_replies(r#"[{"take":"now"}]"#, 2);
-        assert_eq!(Token::of(&replies[0]), Token::Now);
-        assert!(replies[1].error.is_some());
-        assert_eq!(read_replies(r#"[{"earlier":1},{"earlier":2},{"earlier":3}]"#, 2).len(), 2);
+        let failed = |reply: &Option<Reply>, why: &str| reply.as_ref().and_then(|r| r.error.as_deref()).is_some_and(|e| e.contains(why));
+        let replies = read_answer("not json", 2);
+        assert!(replies.iter().all(|r| failed(r, "could not be read")));
+        let replies = read_answer(r#"[{"take":"now"}]"#, 2);
+        assert_eq!(Token::of(replies[0].as_ref().unwrap()), Token::Now);
+        assert!(failed(&replies[1], "no answer"));
+        assert_eq!(read_answer(r#"[{"earlier":1},{"earlier":2},{"earlier":3}]"#, 2).len(), 2);
+    }
+
+    #[test]
+    fn each_reply_of_an_answer_is_read_alone_and_null_is_not_answered_yet() {
+        let replies = read_answer(r#"[null, {"take": 7}, {"take": "now"}, null]"#, 4);
+        assert!(replies[0].is_none() && replies[3].is_none(), "answered later");
+        assert!(replies[1].as_ref().unwrap().error.as_deref().unwrap().contains("could not be read"), "its own operation fails");
+        assert_eq!(Token::of(replies[2].as_ref().unwrap()), Token::Now, "the others stand");
     }
 
     #[test]

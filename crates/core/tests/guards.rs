@@ -39,8 +39,8 @@ fn ran(h: &Host, name: &str) -> usize {
 
 fn breaker_host() -> Host {
     let mut h = Host::new(json!({"defaultTimeoutMs": 1000}));
-    // Calls fail 60% of the time (F F S F S F), then two trials: S, then F.
-    let script = vec![fails(), fails(), text("ok"), fails(), text("ok"), fails(), text("ok"), fails()];
+    // Calls fail 60% of the time (F F S F S), then two trials: S, then F.
+    let script = vec![fails(), fails(), text("ok"), fails(), text("ok"), text("ok"), fails()];
     let breaker = json!({"failureRate": 0.5, "minCalls": 5, "windowMs": 10_000, "openMs": 1_000, "halfOpenCalls": 2});
     let parameters = json!({"type": "object", "properties": {"q": {"type": "string"}}, "additionalProperties": false});
     h.tool_script(json!({"name": "flaky", "readOnly": true, "retry": {"maxRetries": 0}, "breaker": breaker, "parameters": parameters}), script);
@@ -50,14 +50,14 @@ fn breaker_host() -> Host {
 #[test]
 fn a_breaker_opens_on_failures_refuses_while_open_and_half_opens_after_open_ms() {
     let mut h = breaker_host();
-    let first = one_by_one(&mut h, "flaky", 5, &Policy::default());
-    assert_eq!(kinds(&first), [Some(ErrorKind::HandlerError), Some(ErrorKind::HandlerError), None, Some(ErrorKind::HandlerError), None]);
-    assert_eq!(h.engine.counters(h.now)["tools"]["flaky"]["breaker"], "closed", "3 of 5 failed, but the fifth succeeded");
-    let sixth = one_by_one(&mut h, "flaky", 1, &Policy::default());
-    assert_eq!(sixth[0].error_kind, Some(ErrorKind::HandlerError));
-    assert_eq!(h.engine.counters(h.now)["tools"]["flaky"]["breaker"], "open", "4 of 6 failed");
+    let first = one_by_one(&mut h, "flaky", 4, &Policy::default());
+    assert_eq!(kinds(&first), [Some(ErrorKind::HandlerError), Some(ErrorKind::HandlerError), None, Some(ErrorKind::HandlerError)]);
+    assert_eq!(h.engine.counters(h.now)["tools"]["flaky"]["breaker"], "closed", "3 of 4 failed: fewer than minCalls");
+    let fifth = one_by_one(&mut h, "flaky", 1, &Policy::default());
+    assert!(fifth[0].success);
+    assert_eq!(h.engine.counters(h.now)["tools"]["flaky"]["breaker"], "open", "3 of 5 failed: the fifth, a success, found the rate reached");
     let refused = one_by_one(&mut h, "flaky", 3, &Policy::default());
-    assert_eq!(ran(&h, "flaky"), 6, "nothing ran while open");
+    assert_eq!(ran(&h, "flaky"), 5, "nothing ran while open");
     for r in &refused {
         assert_eq!((r.error_kind, r.retryable, r.retry_after_ms), (Some(ErrorKind::Unavailable), true, Some(1_000)));
         assert!(r.output.contains("Tool \"flaky\" is unavailable: too many of its recent calls failed"), "{}", r.output);
@@ -312,6 +312,41 @@ fn a_shared_breaker_costs_no_round_trip_while_closed_and_asks_the_store_once_it_
     let ops = answer(&mut h, json!([{"phase": "closed", "from": "half_open"}]));
     assert!(matches!(&ops[0], Op::BreakerRecord { admission: "trial", generation: 7, outcome: "success", .. }));
     assert_eq!(h.engine.counters(h.now)["tools"]["api"]["breaker"], "closed");
+}
+
+#[test]
+fn a_shared_breaker_reply_no_breaker_of_its_config_could_give_never_keeps_the_tool_from_running() {
+    let mut h = shared_host(json!({}));
+    let breaker = json!({"minCalls": 2, "openMs": 1_000, "halfOpenCalls": 1});
+    h.tool(json!({"name": "api", "readOnly": true, "timeoutMs": 5_000, "retry": {"maxRetries": 0}, "breaker": breaker}), text("ok"));
+    let turn = h.begin(calls("api", 1), Policy::default());
+    assert!(h.results(turn)[0].success);
+    // Garbage in the store: an opening of a week, for a breaker that opens for a second.
+    answer(&mut h, json!([{"phase": "open", "from": "closed", "waitMs": 604_800_000, "calls": 2, "failures": 2}]));
+    assert_eq!(h.engine.counters(h.now)["tools"]["api"]["breaker"], "closed", "not kept as this process's view");
+    assert_eq!(h.engine.counters(h.now)["tools"]["api"]["breakerOpened"], 0);
+    let turn = h.begin(calls("api", 1), Policy::default());
+    assert!(h.results(turn)[0].success, "run at once, with no round trip before it");
+    let ops = answer(&mut h, json!([{"phase": "open", "from": "closed", "waitMs": 1_000, "calls": 2, "failures": 2}]));
+    assert!(matches!(&ops[0], Op::BreakerRecord { admission: "counted", .. }));
+    assert_eq!(h.engine.counters(h.now)["tools"]["api"]["breaker"], "open", "a real opening is kept");
+    h.advance_clock(1_000);
+    // Asked before each call now: answers no breaker of this config gives let the call through, counted.
+    for garbage in [
+        json!({"admit": "refused", "phase": "open", "waitMs": 1e15, "generation": 1}),
+        json!({"admit": "refused", "phase": "half_open", "waitMs": 60_000, "generation": 1}),
+        json!({"admit": "trial", "phase": "closed", "generation": 1}),
+        json!({"admit": "refused", "phase": "stuck", "waitMs": 10}),
+        json!({"admit": "maybe", "phase": "half_open", "generation": 1}),
+    ] {
+        let turn = h.begin(calls("api", 1), Policy::default());
+        let ops = answer(&mut h, json!([garbage.clone()]));
+        assert!(matches!(&ops[0], Op::BreakerAdmit { open_ms: 1_000, .. }), "{ops:?}");
+        assert!(h.results(turn)[0].success, "{garbage}");
+        // Half-open for the next one (another process's trial is out): it asks again.
+        let ops = answer(&mut h, json!([{"phase": "half_open"}]));
+        assert!(matches!(&ops[0], Op::BreakerRecord { admission: "counted", outcome: "success", .. }), "{garbage}: {ops:?}");
+    }
 }
 
 #[test]

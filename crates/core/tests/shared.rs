@@ -429,3 +429,68 @@ fn a_late_count_of_a_call_answered_by_its_flight_is_not_kept_waiting() {
     h.apply(step);
     assert!(h.results(second)[0].metadata.shared_flight);
 }
+
+/// Answers ticket `ticket` with `replies` (JSON values; null: not answered yet).
+fn answer_ticket(h: &mut Host, ticket: u32, replies: Value) {
+    let step = h.engine.answer_store(ticket, &replies.to_string(), h.now);
+    h.apply(step);
+}
+
+/// The ticket whose operations are named `names`, taken from those out.
+fn ticket_of(h: &mut Host, names: &[&str]) -> u32 {
+    let at = h.store.iter().position(|(_, ops)| op_names(ops) == names).unwrap_or_else(|| panic!("no ticket of {names:?}: {:?}", h.store));
+    h.store.remove(at).0
+}
+
+#[test]
+fn each_operation_stands_as_its_node_answered_and_only_those_left_out_fail_at_the_deadline() {
+    let mut h = shared_host(json!({"rateLimit": "open"}));
+    h.tool(json!({"name": "get", "idempotent": true, "readOnly": true, "dedup": "note"}), text("never"));
+    h.tool(json!({"name": "api", "readOnly": true, "rateLimit": "5/s", "budget": {"maxCalls": 10}, "dedup": "off"}), text("ran"));
+    let turn = h.begin(json!([{"id": "a", "name": "get"}, {"id": "b", "name": "api"}]), session("s"));
+    let (get, api) = (ticket_of(&mut h, &["count", "lookup"]), ticket_of(&mut h, &["spend", "take"]));
+    // The nodes of the cache entry and of the budget answer; those of the session and of the bucket do not.
+    answer_ticket(&mut h, get, json!([null, {"value": "{\"truncated\":false}\nfrom the store"}]));
+    answer_ticket(&mut h, api, json!([{"spent": "ok", "used": 1, "window": 0}, null]));
+    assert!(!h.done.contains(&turn), "each call waits for the rest of its ticket");
+    assert!(h.log.is_empty());
+    h.advance_clock(50);
+    let results = h.results(turn);
+    assert_eq!((results[0].output.as_str(), results[0].cached), ("from the store", true), "the entry that came is a hit");
+    assert!(results[0].metadata.stages.iter().any(|m| (m.station, m.outcome) == ("dedup", "unavailable")));
+    assert_eq!(results[1].output, "ran", "the budget spent: it ran, its rate limit failing open");
+    assert_eq!(results[1].metadata.store, Some("unavailable"));
+    assert_eq!(h.engine.counters(h.now)["store"]["errors"], 2, "one per operation left out");
+    h.store.clear();
+    // The rest, late: the count stands (the call was answered), and so does the token (the call ran).
+    answer_ticket(&mut h, get, json!([{"earlier": 0}, null]));
+    answer_ticket(&mut h, api, json!([null, {"take": "now"}]));
+    assert!(h.store.is_empty(), "nothing to give back: {:?}", h.store);
+    assert_eq!(h.engine.counters(h.now)["store"]["pending"], 0);
+}
+
+/// The operations sent since, each answered at once: what was given back.
+fn given_back(h: &mut Host) -> Vec<&'static str> {
+    let mut names = Vec::new();
+    for (ticket, ops) in std::mem::take(&mut h.store) {
+        names.extend(op_names(&ops));
+        answer_ticket(h, ticket, Value::Array(ops.iter().map(|_| json!({})).collect()));
+    }
+    names
+}
+
+#[test]
+fn what_a_call_that_never_ran_took_goes_back_once_whether_it_came_in_time_or_late() {
+    let mut h = shared_host(json!({}));
+    h.tool(json!({"name": "api", "readOnly": true, "rateLimit": "5/s", "budget": {"maxCalls": 10, "maxCost": 5}, "cost": 1, "dedup": "off"}), text("never"));
+    let turn = h.begin(json!([{"name": "api"}]), session("s"));
+    let ticket = ticket_of(&mut h, &["spend", "spend", "take"]);
+    answer_ticket(&mut h, ticket, json!([{"spent": "ok", "used": 1, "window": 0}, null, null]));
+    h.advance_clock(50);
+    assert_eq!(h.results(turn)[0].error_kind, Some(ErrorKind::Unavailable), "its cost budget failed closed");
+    assert_eq!(given_back(&mut h), ["unspend"], "the spending that came in time");
+    answer_ticket(&mut h, ticket, json!([null, null, {"take": "now"}]));
+    answer_ticket(&mut h, ticket, json!([{"spent": "ok", "used": 1, "window": 0}, {"spent": "ok", "used": 1}, {"take": "now"}]));
+    assert_eq!(given_back(&mut h), ["refund", "unspend"], "each late operation once; the one that came in time is not given back again");
+    assert_eq!(h.engine.counters(h.now)["store"]["pending"], 0);
+}

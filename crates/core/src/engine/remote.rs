@@ -16,8 +16,7 @@ use crate::breaker::{Admission, BreakerConfig, Outcome, Phase, Transition};
 use crate::ratelimit;
 use crate::registry::Tool;
 use crate::result::ToolResult;
-use crate::shared::{self, CountPlan, Fail, LookupPlan, Op, Plan, Reply, SharedStoreOptions, Spending, Spent, Token, Unused, Wait, MAX_STORE_MS};
-use crate::timer::seconds;
+use crate::shared::{self, BreakerSaid, CountPlan, Fail, LookupPlan, Op, Plan, Reply, SharedStoreOptions, Spending, Spent, Token, Unused, Wait, MAX_STORE_MS};
 use crate::store::Bucket;
 use crate::timer::after;
 use crate::Alarm;
@@ -26,8 +25,11 @@ pub(super) struct Shared {
     pub(super) options: SharedStoreOptions,
     /// Tickets not answered yet: what waits on each, and its deadline.
     waits: FxHashMap<u32, (Wait, Instant)>,
-    /// Tickets past their deadline: a late answer still gives back what it took (a token, a lease).
-    late: Bounded<u32, Wait>,
+    /// The replies of tickets answered in part so far (None: that operation's node has not answered yet).
+    partial: FxHashMap<u32, Vec<Option<Reply>>>,
+    /// Tickets past their deadline, with the operations still out: a late answer still gives back what they took (a
+    /// token, a lease). Those answered in time were their call's.
+    late: Bounded<u32, (Wait, Vec<bool>)>,
     /// Late answers that came while their call still ran: what they took goes back (or not) when it settles.
     held_answers: FxHashMap<u32, (Wait, Vec<Reply>)>,
     outbox: Vec<(u32, Vec<Op>)>,
@@ -58,6 +60,7 @@ impl Shared {
         Shared {
             options,
             waits: FxHashMap::default(),
+            partial: FxHashMap::default(),
             late: Bounded::new(shared::LATE_TICKETS),
             held_answers: FxHashMap::default(),
             outbox: Vec::new(),
@@ -180,7 +183,8 @@ impl Engine {
             ops.push(Op::Spend { key: key.clone(), amount: *amount, limit: *limit, ttl_ms: store_ms(ttl_ms), window_ms });
         }
         if let (Some(key), Some(config)) = (&plan.breaker, &tool.breaker) {
-            ops.push(Op::BreakerAdmit { key: key.clone(), half_open_calls: config.half_open_calls, trial_wait_ms: tool.timeout_ms, ttl_ms: breaker_ttl_ms(config) });
+            let (half_open_calls, open_ms, ttl_ms) = (config.half_open_calls, config.open_ms, breaker_ttl_ms(config));
+            ops.push(Op::BreakerAdmit { key: key.clone(), half_open_calls, trial_wait_ms: tool.timeout_ms, ttl_ms, open_ms });
         }
         for (key, bucket, max_wait, _) in plan.takes.iter().flatten() {
             let max_wait_ms = max_wait.as_secs_f64() * 1000.0;
@@ -219,24 +223,48 @@ impl Engine {
         step.store.append(&mut self.shared().outbox);
     }
 
-    /// The store answered a ticket (`replies_json`: one reply per operation). A ticket already past its deadline,
-    /// or whose call ended meanwhile, only gives back what it took.
+    /// The store answered a ticket, whole or in part (`replies_json`: an entry per operation, `null` for one not
+    /// answered yet). The call resumes once every operation is answered, or at the ticket's deadline with those that
+    /// were. A ticket already past its deadline, or whose call ended meanwhile, only gives back what it took.
     pub fn answer_store(&mut self, ticket: u32, replies_json: &str, now: Instant) -> Step {
         let mut step = Step::default();
         let Some(shared) = self.shared.as_mut() else { return step };
-        if let Some((wait, at)) = shared.waits.remove(&ticket) {
-            self.deadlines.disarm(at, Alarm::Store(ticket));
-            let replies = shared::read_replies(replies_json, ops_of(&wait));
-            self.answered(ticket, wait, replies, now, &mut step);
-        } else if let Some(wait) = shared.late.pop(&ticket) {
-            let replies = shared::read_replies(replies_json, ops_of(&wait));
+        if let Some((wait, _)) = shared.waits.get(&ticket) {
+            let mut replies = shared::read_answer(replies_json, ops_of(wait));
+            if let Some(before) = shared.partial.remove(&ticket) {
+                for (reply, earlier) in replies.iter_mut().zip(before) {
+                    *reply = earlier.or(reply.take());
+                }
+            }
+            if replies.iter().all(Option::is_some) {
+                let (wait, at) = shared.waits.remove(&ticket).expect("looked up above");
+                self.deadlines.disarm(at, Alarm::Store(ticket));
+                self.answered(ticket, wait, replies.into_iter().flatten().collect(), now, &mut step);
+            } else {
+                shared.partial.insert(ticket, replies);
+            }
+        } else if let Some((wait, out)) = shared.late.peek_mut(&ticket) {
+            // Only what was still out: each operation gives back once, and those answered in time were their call's.
+            let mut arrived = Vec::new();
+            for (at, reply) in shared::read_answer(replies_json, out.len()).into_iter().enumerate() {
+                if let Some(reply) = reply.filter(|_| std::mem::take(&mut out[at])) {
+                    arrived.push((at, reply));
+                }
+            }
+            let ops = out.len();
+            let wait = if out.contains(&true) { wait.clone() } else { shared.late.pop(&ticket).expect("peeked above").0 };
             let live = match &wait {
                 Wait::Call { turn, index, .. } => self.turns.get(turn).is_some_and(|t| t.slots[*index].result.is_none() && t.slots[*index].unanswered.contains(&ticket)),
                 _ => false,
             };
-            if live {
-                self.shared().held_answers.insert(ticket, (wait, replies));
-            } else {
+            let shared = self.shared();
+            // An empty reply stands for an operation not arrived yet, or answered in time: nothing to give back.
+            let (_, held) = shared.held_answers.entry(ticket).or_insert_with(|| (wait, vec![Reply::default(); ops]));
+            for (at, reply) in arrived {
+                held[at] = reply;
+            }
+            if !live {
+                let (wait, replies) = shared.held_answers.remove(&ticket).expect("held above");
                 self.give_back(&wait, &replies);
             }
         }
@@ -244,13 +272,15 @@ impl Engine {
         step
     }
 
-    /// A ticket's deadline passed: every operation counts as failed, and a late answer is still cleaned up.
+    /// A ticket's deadline passed: every operation not answered yet counts as failed, and a late answer is still
+    /// cleaned up.
     pub(super) fn store_timed_out(&mut self, ticket: u32, now: Instant, step: &mut Step) {
         let Some(shared) = self.shared.as_mut() else { return };
         let Some((wait, _)) = shared.waits.remove(&ticket) else { return };
         shared.stats.timeouts += 1;
         let why = format!("no answer within {} ms", shared.options.timeout_ms);
-        shared.late.push(ticket, wait.clone());
+        let replies = shared.partial.remove(&ticket).unwrap_or_else(|| vec![None; ops_of(&wait)]);
+        shared.late.push(ticket, (wait.clone(), replies.iter().map(Option::is_none).collect()));
         if let Wait::Call { turn, index, .. } = &wait {
             if let Some(t) = self.turns.get_mut(turn) {
                 // Its call settles later: then it says whether what this ticket took goes back.
@@ -259,7 +289,7 @@ impl Engine {
                 }
             }
         }
-        let replies = vec![Reply::failed(&why); ops_of(&wait)];
+        let replies = replies.into_iter().map(|reply| reply.unwrap_or_else(|| Reply::failed(&why))).collect();
         self.answered(ticket, wait, replies, now, step);
     }
 
@@ -280,24 +310,32 @@ impl Engine {
                     self.remembered_answer(turn, index, by, reason, &replies[0], now, step);
                 }
             }
-            Wait::Breaker(tool) => self.breaker_said(&tool, &replies[0], now, step),
+            Wait::Breaker(name) => {
+                // A tool registered again without a breaker meanwhile has no view to update.
+                if let Some(tool) = self.registry.get(&name).filter(|tool| tool.breaker.is_some()).cloned() {
+                    let _ = self.breaker_said(&tool, &replies[0], now, step);
+                }
+            }
         }
     }
 
-    /// What the store said of a breaker becomes this process's view of it, and a change of phase is reported.
-    fn breaker_said(&mut self, tool: &str, reply: &Reply, now: Instant, step: &mut Step) {
-        let Some(phase) = reply.phase.as_deref().and_then(Phase::parse).filter(|_| reply.error.is_none()) else { return };
-        let open_for = seconds(reply.wait_ms.unwrap_or(0.0).max(0.0) / 1000.0).min(shared::MAX_WAIT);
-        let until = if phase == Phase::Open { after(now, open_for) } else { now };
-        match self.breaker_views.get_mut(tool) {
-            Some(view) => *view = (phase, until),
+    /// What the store said of a breaker becomes this process's view of it, and a change of phase is reported. Err:
+    /// the store failed, and the view stays as it was.
+    fn breaker_said(&mut self, tool: &Tool, reply: &Reply, now: Instant, step: &mut Step) -> Result<BreakerSaid, String> {
+        let config = tool.breaker.expect("a tool asking its shared breaker has one");
+        let said = BreakerSaid::of(reply, &config, Duration::from_millis(tool.timeout_ms))?;
+        let name = tool.spec.name.as_str();
+        let until = if said.phase == Phase::Open { after(now, said.open_for) } else { now };
+        match self.breaker_views.get_mut(name) {
+            Some(view) => *view = (said.phase, until),
             None => {
-                self.breaker_views.insert(tool.to_string(), (phase, until));
+                self.breaker_views.insert(name.to_string(), (said.phase, until));
             }
         }
-        if let Some(from) = reply.from.as_deref().and_then(Phase::parse) {
-            self.breaker_changed(Transition { tool: tool.to_string(), from, to: phase, calls: reply.calls, failures: reply.failures }, step);
+        if let Some(from) = said.from {
+            self.breaker_changed(Transition { tool: name.to_string(), from, to: said.phase, calls: said.calls, failures: said.failures }, step);
         }
+        Ok(said)
     }
 
     /// How an attempt a shared breaker admitted ended, told to it; its answer updates the view.
@@ -471,20 +509,18 @@ impl Engine {
         }
         if plan.breaker.is_some() {
             let reply = replies_left.next().expect("a reply per operation");
-            self.breaker_said(&name, reply, now, step);
-            let phase = reply.phase.as_deref().and_then(Phase::parse).unwrap_or(Phase::Open);
-            match (&reply.error, reply.admit.as_deref()) {
-                (None, Some("counted")) => slot.admission = Some(Admission::Counted(None)),
-                (None, Some("trial")) => slot.admission = Some(Admission::Trial(reply.generation.unwrap_or(0))),
-                (None, _) if matches!(resumed, Resumed::Run) => {
-                    let wait = seconds(reply.wait_ms.unwrap_or(0.0).max(0.0) / 1000.0).min(shared::MAX_WAIT);
-                    resumed = Resumed::Answered(guards::refuse_attempt(&mut self.counters, &mut slot, phase, wait));
+            match self.breaker_said(&tool, reply, now, step) {
+                Ok(BreakerSaid { admission: Admission::Refused(wait), phase, .. }) => {
+                    if matches!(resumed, Resumed::Run) {
+                        resumed = Resumed::Answered(guards::refuse_attempt(&mut self.counters, &mut slot, phase, wait));
+                    }
                 }
-                (Some(e), _) if matches!(resumed, Resumed::Run) => {
+                Ok(said) => slot.admission = Some(said.admission),
+                Err(e) if matches!(resumed, Resumed::Run) => {
                     slot.marks.push(mark("breaker", "unavailable"));
-                    resumed = self.store_failed(&mut slot, on_error.breaker, "breaker", e);
+                    resumed = self.store_failed(&mut slot, on_error.breaker, "breaker", &e);
                 }
-                _ => {}
+                Err(_) => {}
             }
         }
         let mut ready_at = now;
@@ -722,18 +758,16 @@ impl Engine {
         let never_ran = slot.attempts == 0 && !result.cached && !result.metadata.shared_flight;
         let mut answered = Vec::new();
         for ticket in slot.pending.iter().chain(&slot.unanswered) {
-            let wait = match shared.waits.get_mut(ticket) {
-                Some((wait, _)) => Some(wait),
-                None => match shared.held_answers.get_mut(ticket) {
-                    Some((wait, _)) => {
-                        answered.push(*ticket);
-                        Some(wait)
-                    }
-                    None => shared.late.peek_mut(ticket),
-                },
-            };
-            if let Some(Wait::Call { attempt, unused, .. }) = wait {
-                *unused = Unused { count: never_ran, attempt: slot.attempts == *attempt };
+            // A ticket past its deadline may be both in `late` (operations still out) and held (those that came).
+            let held = shared.held_answers.get_mut(ticket).map(|(wait, _)| wait);
+            if held.is_some() {
+                answered.push(*ticket);
+            }
+            let waits = [shared.waits.get_mut(ticket).map(|(wait, _)| wait), held, shared.late.peek_mut(ticket).map(|(wait, _)| wait)];
+            for wait in waits.into_iter().flatten() {
+                if let Wait::Call { attempt, unused, .. } = wait {
+                    *unused = Unused { count: never_ran, attempt: slot.attempts == *attempt };
+                }
             }
         }
         slot.unanswered.clear();
