@@ -338,6 +338,27 @@ describe('toolgate/mcp serveMcp: what it returns', () => {
   })
 })
 
+describe('toolgate/mcp serveMcp: tools/list of tools registered without some fields', () => {
+  it('leaves out the description of a tool registered without one, rather than listing an empty one', async () => {
+    const gate = new ToolExecutor()
+    gate.register({ name: 'plain', handler: () => 'ran' })
+    gate.register({ name: 'described', description: 'Has one.', handler: () => 'ran' })
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair()
+    const served = await serveMcp(gate, serverSide)
+    const client = new Client(CLIENT_INFO)
+    try {
+      await client.connect(clientSide)
+      const [plain, described] = (await client.listTools()).tools
+      assert.deepEqual(Object.keys(plain).sort(), ['annotations', 'inputSchema', 'name'])
+      assert.equal(described.description, 'Has one.')
+    } finally {
+      await client.close()
+      await served.close()
+      await gate.close()
+    }
+  })
+})
+
 describe('toolgate/mcp mcpHttpHandler: Streamable HTTP sessions', () => {
   it('serves each client its own session, with the context computed from the request', async () => {
     const context = (extra) => ({ ...SERVED_CONTEXT, sessionId: extra.sessionId })

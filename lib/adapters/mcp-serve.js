@@ -79,7 +79,9 @@ function mcpServer(sdk, gate, { context, name, version, instructions }, where) {
 function mcpTool(tool) {
   const destructive = tool.risk === 'destructive' || tool.risk === 'admin'
   const annotations = { readOnlyHint: tool.readOnly, destructiveHint: !tool.readOnly && destructive, idempotentHint: tool.idempotent, openWorldHint: tool.untrusted }
-  const entry = { name: tool.name, description: tool.description, inputSchema: tool.parameters, annotations }
+  const entry = { name: tool.name, inputSchema: tool.parameters, annotations }
+  // The gate holds no description as ''; MCP's is optional, and an empty one tells a client's model nothing.
+  if (tool.description !== '') entry.description = tool.description
   const title = tool.origin?.title
   if (typeof title === 'string') {
     entry.title = title
