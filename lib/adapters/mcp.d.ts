@@ -113,8 +113,15 @@ export interface McpHttpHandlerOptions<Ctx extends ExecutionContext = ExecutionC
   maxSessions?: number
   /** How long a session may stay unused before it closes. Default 30 min. */
   sessionIdleMs?: number
-  /** With either: requests from other Host headers / Origins are refused (DNS-rebinding protection). */
+  /**
+   * The Host headers answered (DNS-rebinding protection): a name on any port (`'mcp.example.com'`), or on one port
+   * (`'10.0.0.5:3000'`). Default: `localhost`, `127.0.0.1` and `[::1]`. Any other Host is answered 403.
+   */
   allowedHosts?: string[]
+  /**
+   * Origins answered besides the request's own (`'https://app.example.com'`). A request with any other Origin is
+   * answered 403; one without (a client other than a browser) is served.
+   */
   allowedOrigins?: string[]
 }
 
