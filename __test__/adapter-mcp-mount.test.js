@@ -1,8 +1,9 @@
 'use strict'
 // toolgate/mcp mounting real MCP servers over stdio: the reference servers @modelcontextprotocol/server-everything
 // (progress, structured content, images, resources) and server-filesystem on a temp folder (reads, writes, path
-// errors), and a server of our own (fixtures/mcp-server.js) for what those cannot do: progress forever, `isError`,
-// a connection dropped mid-call, `list_changed`, pages, names no provider accepts, a pinned protocol version.
+// errors), a server of our own (fixtures/mcp-server.js) for what those cannot do: progress forever, `isError`,
+// a connection dropped mid-call, `list_changed`, pages, names no provider accepts, a pinned protocol version; and
+// one that writes its JSON-RPC by hand (fixtures/mcp-raw-server.js) for what no SDK server sends.
 
 const { describe, it, before, after } = require('node:test')
 const assert = require('node:assert/strict')
@@ -18,6 +19,7 @@ const { mountMcp, mcpHttpHandler } = require('toolgate/mcp')
 const { assertFailure, assertSuccess, deferred, runChild, lastJsonLine } = require('./helpers')
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'mcp-server.js')
+const RAW = path.join(__dirname, 'fixtures', 'mcp-raw-server.js')
 const EVERYTHING = require.resolve('@modelcontextprotocol/server-everything/dist/index.js')
 const FILESYSTEM = require.resolve('@modelcontextprotocol/server-filesystem/dist/index.js')
 
@@ -474,6 +476,32 @@ describe('mountMcp: what it reads off a server', () => {
   })
 })
 
+
+describe('mountMcp: a server that writes its JSON-RPC by hand', () => {
+  it('skips a tool whose schema is nested too deeply to read, with its reason; the rest mount and list again', async () => {
+    const { client } = await connect(RAW)
+    const gate = new ToolExecutor()
+    try {
+      const relisted = deferred()
+      const options = { prefix: 'raw', include: ['change', 'ok', 'deep'], onToolsChanged: () => relisted.resolve('in step'), onError: relisted.resolve }
+      const mount = await mountMcp(gate, client, options)
+      assert.deepEqual(mount.tools.map((t) => t.mcpName), ['change', 'ok'])
+      // The server swaps ok for the deep tool.
+      assertSuccess((await run(gate, [['c', 'raw__change']])).c)
+      assert.equal(await relisted.promise, 'in step')
+      const skipped = [{ mcpName: 'deep', reason: 'it is nested too deeply to read (Maximum call stack size exceeded)' }]
+      assert.deepEqual([mount.tools.map((t) => t.mcpName), mount.skipped], [['change'], skipped])
+      assert.equal(listed(gate, 'raw__ok'), undefined, 'the tool the server no longer lists is unregistered')
+      // A mount made with the deep tool listed from the start.
+      const later = await mountMcp(gate, client, { prefix: 'later', include: ['change', 'deep'] })
+      assert.deepEqual([later.tools.map((t) => t.mcpName), later.skipped], [['change'], skipped])
+      later.unmount()
+    } finally {
+      await gate.close()
+      await client.close()
+    }
+  })
+})
 
 describe('one copy of the SDK per app', () => {
   it('an ESM app that imports toolgate/mcp mounts a server with no CommonJS copy of the SDK loaded', async () => {

@@ -138,7 +138,8 @@ class McpMount {
     return [...this.#tools.values()].map(({ name, mcpName }) => ({ name, mcpName }))
   }
 
-  /** The server's tools not mounted, and why (a schema that does not compile, a name taken, a task-only tool). */
+  /** The server's tools the last listing did not mount, and why (a schema that does not compile or is nested too
+   * deeply to read, a name taken, a task-only tool, anything else the gate refused). */
   get skipped() {
     return this.#skipped.slice()
   }
@@ -247,7 +248,8 @@ class McpMount {
   }
 
   /** Brings the gate in step with a listing: every spec is made first (what the application's `tools`,
-   * `include` or `exclude` throw leaves the gate untouched), then registered; one the gate refuses is skipped. */
+   * `include` or `exclude` throw leaves the gate untouched), then registered. A tool that cannot be read or that the
+   * gate refuses, whatever the reason, is skipped: it never keeps the others from being mounted or listed again. */
   #apply(listed) {
     if (this.#closed) return
     const previous = this.#tools
@@ -261,13 +263,21 @@ class McpMount {
       else if (this.#options.include(tool) && !this.#options.exclude(tool)) usable.push({ at, tool })
     }
     const names = this.#names(usable.map(({ tool }) => tool.name))
-    const planned = usable.map(({ at, tool }) => {
+    const planned = []
+    for (const { at, tool } of usable) {
       const name = names.get(tool.name)
-      const definition = JSON.stringify(tool)
+      let definition
+      try {
+        definition = JSON.stringify(tool)
+      } catch (err) {
+        // Nested deeper than the stack goes (a server's JSON parses at any depth): the gate could not take it either.
+        skipped.push({ at, mcpName: tool.name, reason: `it is nested too deeply to read (${err?.message ?? String(err)})` })
+        continue
+      }
       const before = previous.get(name)
       const same = before?.definition === definition && before.mcpName === tool.name
-      return { at, tool, name, definition, before, spec: same ? undefined : this.#spec(tool, name) }
-    })
+      planned.push({ at, tool, name, definition, before, spec: same ? undefined : this.#spec(tool, name) })
+    }
     const next = new Map()
     for (const { at, tool, name, definition, before, spec } of planned) {
       if (spec === undefined) {

@@ -54,7 +54,8 @@ export interface McpMount {
   readonly prefix: string
   /** The mounted tools: the gate's name and the server's. */
   readonly tools: { name: string; mcpName: string }[]
-  /** The server's tools not mounted and why: a schema that does not compile, a name already taken, a task-only tool. */
+  /** The server's tools the last listing did not mount and why: a schema that does not compile or is nested too
+   * deeply to read, a name already taken, a task-only tool, anything else the gate refused. */
   readonly skipped: { mcpName: string; reason: string }[]
   nameOf(mcpName: string): string | undefined
   mcpNameOf(name: string): string | undefined
