@@ -501,6 +501,27 @@ describe('mountMcp: a server that writes its JSON-RPC by hand', () => {
       await client.close()
     }
   })
+
+  it('answers a malformed JSON-RPC error or result at once as the server\'s failure, with what it sent', async () => {
+    const { client } = await connect(RAW)
+    // Long enough that a call waiting out its limit could not pass for a prompt answer.
+    const gate = new ToolExecutor({ retry: false, defaultTimeoutMs: 10_000 })
+    try {
+      await mountMcp(gate, client, { prefix: 'raw', include: ['error_*', 'result_*'] })
+      const r = await run(gate, [['code', 'raw__error_without_code'], ['message', 'raw__error_without_message'], ['string', 'raw__error_not_an_object'], ['result', 'raw__result_not_an_object']])
+      const malformed = 'MCP server "raw" answered with a malformed JSON-RPC'
+      assertFailure(r.code, 'handler_error', `${malformed} error: {"message":"the disk is on fire"}`)
+      assertFailure(r.message, 'handler_error', `${malformed} error: {"code":4,"data":{"quota":"exceeded"}}`)
+      assertFailure(r.string, 'handler_error', `${malformed} error: "the server is sad"`)
+      assertFailure(r.result, 'handler_error', `${malformed} response: {"jsonrpc":"2.0","id":`, `"result":"done"}`)
+      for (const result of Object.values(r)) assert.deepEqual([result.retryable, result.attempts], [false, 1])
+      // The connection still serves the next call.
+      assert.equal((await client.listTools()).tools.length, 6)
+    } finally {
+      await gate.close()
+      await client.close()
+    }
+  })
 })
 
 describe('one copy of the SDK per app', () => {

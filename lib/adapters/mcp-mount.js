@@ -7,6 +7,7 @@
 
 const { createHash } = require('node:crypto')
 const { RetryableError } = require('../../index.js')
+const { reprOf } = require('../describe.js')
 // Taken at load: a test that fakes the global timers must not stall the mount's own timers.
 const { setTimeout, clearTimeout } = require('node:timers')
 const { MAX_TIMER_MS } = require('./mcp-limits.js')
@@ -24,6 +25,11 @@ const LIST_TIMEOUT_MS = 60_000
 const LIST_CHANGED_DEBOUNCE_MS = 50
 /** The SDK's JSON-RPC error code for a connection that closed with the request unanswered. */
 const CONNECTION_CLOSED = -32000
+/** JSON-RPC's code for an internal error: what an answer the SDK cannot read becomes (see readMalformedAnswers). */
+const INTERNAL_ERROR = -32603
+/** The read buffers of stdio transports that read malformed answers, and the answers they read so. */
+const lenientBuffers = new WeakSet()
+const malformedAnswers = new WeakSet()
 /** Which mounts listen to each client's `notifications/tools/list_changed` (the SDK keeps one handler per method). */
 const mountsOf = new WeakMap()
 const LIST_CHANGED = 'notifications/tools/list_changed'
@@ -226,6 +232,7 @@ class McpMount {
     const tools = []
     const cursors = new Set()
     let cursor
+    readMalformedAnswers(this.#client.transport)
     for (let page = 0; page < MAX_PAGES; page++) {
       const result = await this.#client.request(
         { method: 'tools/list', params: cursor === undefined ? {} : { cursor } },
@@ -352,6 +359,7 @@ class McpMount {
       // The transport the call goes out on: a different one (or none) when it fails means the connection closed on
       // it, even when the application reconnected within its onclose.
       const transport = client.transport
+      readMalformedAnswers(transport)
       try {
         result = await client.request({ method: 'tools/call', params: { name: mcpName, arguments: args } }, ResultSchema, {
           signal: ctx.signal,
@@ -414,6 +422,9 @@ function requestFailure(err, server, connectionClosed, safeToRepeat) {
     const why = `MCP server "${server}" closed the connection before answering (the call may have run: check before repeating a change)`
     return safeToRepeat ? new RetryableError(why, { cause: err }) : Object.assign(new Error(why, { cause: err }), { retryable: false })
   }
+  if (err?.name === 'McpError' && malformedAnswers.has(err.data)) {
+    return Object.assign(new Error(`MCP server "${server}" answered with ${malformedText(err.data)}`), { retryable: false })
+  }
   if (err?.name === 'McpError') {
     // A server's own McpError arrives prefixed twice ("MCP error -32000: MCP error -32000: …"): once is enough.
     const said = message.replace(/^(MCP error -?\d+: )\1+/, '$1')
@@ -426,6 +437,46 @@ function requestFailure(err, server, connectionClosed, safeToRepeat) {
   return Object.assign(new Error(`MCP server "${server}" could not be reached: ${message}`), {
     code: status === undefined ? err?.code : undefined, status, cause: err, ...(safeToRepeat ? {} : { retryable: false }),
   })
+}
+
+/**
+ * The SDK's stdio transport drops a line that is not a valid JSON-RPC message, so that a malformed answer (an
+ * error without a numeric code or a message, a result that is not an object) leaves its request to wait out its
+ * whole limit. On such a transport, an answer (an id, no method) the SDK cannot read is made an error answer to its
+ * request, which carries what the server sent (`data`). Other transports are left as they are.
+ */
+function readMalformedAnswers(transport) {
+  const buffer = transport?._readBuffer
+  if (typeof buffer?.readMessage !== 'function' || lenientBuffers.has(buffer)) return
+  lenientBuffers.add(buffer)
+  const read = buffer.readMessage
+  buffer.readMessage = function readMessage() {
+    const unread = this._buffer
+    try {
+      return read.call(this)
+    } catch (err) {
+      // The line read, which the buffer has already let go of: the bytes between what was unread and what is.
+      const line = unread?.subarray(0, unread.length - (this._buffer?.length ?? 0)).toString('utf8')
+      const answer = parsed(line)
+      const id = answer?.id
+      if (!isObject(answer) || 'method' in answer || !(typeof id === 'string' || Number.isInteger(id))) throw err
+      malformedAnswers.add(answer)
+      return { jsonrpc: '2.0', id, error: { code: INTERNAL_ERROR, message: malformedText(answer), data: answer } }
+    }
+  }
+}
+
+/** What a malformed answer holds, as a message says it: its error when it has one, or the whole answer. */
+function malformedText(answer) {
+  return 'error' in answer ? `a malformed JSON-RPC error: ${reprOf(answer.error)}` : `a malformed JSON-RPC response: ${reprOf(answer)}`
+}
+
+function parsed(json) {
+  try {
+    return JSON.parse(json)
+  } catch {
+    return undefined
+  }
 }
 
 /** What the server answered, as the handler's value: `isError` is a failure, `structuredContent` the structure,
