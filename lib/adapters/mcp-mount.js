@@ -7,7 +7,8 @@
 
 const { createHash } = require('node:crypto')
 const { RetryableError } = require('../../index.js')
-const { reprOf } = require('../describe.js')
+const { clip, reprOf } = require('../describe.js')
+const { fenceUntrusted } = require('../native.js')
 // Taken at load: a test that fakes the global timers must not stall the mount's own timers.
 const { setTimeout, clearTimeout } = require('node:timers')
 const { MAX_TIMER_MS } = require('./mcp-limits.js')
@@ -16,6 +17,8 @@ const { MAX_TIMER_MS } = require('./mcp-limits.js')
 const NAME_CHARS = /[^A-Za-z0-9_-]/g
 const MAX_NAME = 64
 const MAX_PREFIX = 32
+/** The most of a tool's description the model is shown: a server's own run to a few hundred characters. */
+const MAX_DESCRIPTION = 4_000
 /** Bounds on what a server's listing may make the gate hold: no server can grow it without end. */
 const MAX_PAGES = 1_000
 const MAX_TOOLS = 10_000
@@ -335,7 +338,7 @@ class McpMount {
     if (annotations) origin.annotations = annotations
     const spec = {
       name,
-      description: typeof tool.description === 'string' ? tool.description : origin.title ?? '',
+      description: description(typeof tool.description === 'string' ? tool.description : origin.title ?? '', name, trusted),
       parameters: tool.inputSchema,
       ...declarations(trusted ? annotations ?? {} : undefined),
       origin,
@@ -383,6 +386,15 @@ function toolFields(fields) {
     if (!OVERRIDABLE.includes(key)) throw new TypeError(`mountMcp options: tools may not set "${key}" (it may set ${OVERRIDABLE.join(', ')})`)
   }
   return fields
+}
+
+/** What the model is shown of a server's description of the tool `name`: at most MAX_DESCRIPTION characters, and
+ * from a server not trusted, fenced as outside data, as an untrusted tool's output is: it reaches the model beside
+ * the application's own instructions, and may try to pass for them. */
+function description(text, name, trusted) {
+  if (text === '') return ''
+  const cut = clip(text, MAX_DESCRIPTION)
+  return trusted ? cut : fenceUntrusted(name, cut)
 }
 
 /** Why a listed tool cannot be mounted, or undefined. */

@@ -33,7 +33,8 @@ export interface MountMcpOptions {
   /**
    * Read the server's annotations as declarations (default false): `readOnlyHint` → `readOnly`, `idempotentHint`
    * → `idempotent`, `destructiveHint` → risk `destructive`, `openWorldHint` → `untrusted`. Untrusted, every tool
-   * is a state-changing write whose output is fenced as outside data; the annotations are in `list()`'s `origin`.
+   * is a state-changing write whose description and output are fenced as outside data; the annotations are in
+   * `list()`'s `origin`.
    */
   trust?: boolean
   /** Spec fields for every mounted tool (timeouts, rate limits, approval…), or per tool. Mounted tools are never
