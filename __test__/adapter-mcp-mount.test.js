@@ -34,6 +34,18 @@ async function connect(script, ...args) {
   return session
 }
 
+/** Runs `fn({ client, gate })` with a gate (`gateOptions`) and a Client connected to `script`, both closed after. */
+async function withSession(script, gateOptions, fn) {
+  const { client } = await connect(script)
+  const gate = new ToolExecutor(gateOptions)
+  try {
+    return await fn({ client, gate })
+  } finally {
+    await gate.close()
+    await client.close()
+  }
+}
+
 /** Results of one turn, by call id. */
 async function run(gate, calls, options) {
   const results = await gate.execute(calls.map(([id, name, args]) => ({ id, name, arguments: args ?? {} })), options)
@@ -480,9 +492,7 @@ describe('mountMcp: what it reads off a server', () => {
 
 describe('mountMcp: a server that writes its JSON-RPC by hand', () => {
   it('skips a tool whose schema is nested too deeply to read, with its reason; the rest mount and list again', async () => {
-    const { client } = await connect(RAW)
-    const gate = new ToolExecutor()
-    try {
+    await withSession(RAW, {}, async ({ client, gate }) => {
       const relisted = deferred()
       const options = { prefix: 'raw', include: ['change', 'ok', 'deep'], onToolsChanged: () => relisted.resolve('in step'), onError: relisted.resolve }
       const mount = await mountMcp(gate, client, options)
@@ -497,17 +507,12 @@ describe('mountMcp: a server that writes its JSON-RPC by hand', () => {
       const later = await mountMcp(gate, client, { prefix: 'later', include: ['change', 'deep'] })
       assert.deepEqual([later.tools.map((t) => t.mcpName), later.skipped], [['change'], skipped])
       later.unmount()
-    } finally {
-      await gate.close()
-      await client.close()
-    }
+    })
   })
 
   it('answers a malformed JSON-RPC error or result at once as the server\'s failure, with what it sent', async () => {
-    const { client } = await connect(RAW)
     // Long enough that a call waiting out its limit could not pass for a prompt answer.
-    const gate = new ToolExecutor({ retry: false, defaultTimeoutMs: 10_000 })
-    try {
+    await withSession(RAW, { retry: false, defaultTimeoutMs: 10_000 }, async ({ client, gate }) => {
       await mountMcp(gate, client, { prefix: 'raw', include: ['error_*', 'result_*'] })
       const r = await run(gate, [['code', 'raw__error_without_code'], ['message', 'raw__error_without_message'], ['string', 'raw__error_not_an_object'], ['result', 'raw__result_not_an_object']])
       const malformed = 'MCP server "raw" answered with a malformed JSON-RPC'
@@ -518,18 +523,13 @@ describe('mountMcp: a server that writes its JSON-RPC by hand', () => {
       for (const result of Object.values(r)) assert.deepEqual([result.retryable, result.attempts], [false, 1])
       // The connection still serves the next call.
       assert.equal((await client.listTools()).tools.length, 7)
-    } finally {
-      await gate.close()
-      await client.close()
-    }
+    })
   })
 })
 
 describe('mountMcp: what the model reads of a server', () => {
   it("caps a tool's description at 4,000 characters, and fences an untrusted server's as outside data", async () => {
-    const { client } = await connect(RAW)
-    const gate = new ToolExecutor()
-    try {
+    await withSession(RAW, {}, async ({ client, gate }) => {
       await mountMcp(gate, client, { prefix: 'raw', include: ['ok', 'long_description'] })
       await mountMcp(gate, client, { prefix: 'trusted', trust: true, include: ['ok', 'long_description'] })
       const cut = `${LONG_DESCRIPTION.slice(0, 4_000)}…`
@@ -548,10 +548,7 @@ describe('mountMcp: what the model reads of a server', () => {
       const anthropic = Object.fromEntries(gate.definitions('anthropic').map((d) => [d.name, d.description]))
       assert.equal(anthropic.trusted__long_description, cut)
       assert.equal(anthropic.raw__long_description, listed(gate, 'raw__long_description').description)
-    } finally {
-      await gate.close()
-      await client.close()
-    }
+    })
   })
 })
 
