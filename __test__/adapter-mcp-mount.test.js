@@ -522,7 +522,7 @@ describe('mountMcp: a server that writes its JSON-RPC by hand', () => {
       assertFailure(r.result, 'handler_error', `${malformed} response: {"jsonrpc":"2.0","id":`, `"result":"done"}`)
       for (const result of Object.values(r)) assert.deepEqual([result.retryable, result.attempts], [false, 1])
       // The connection still serves the next call.
-      assert.equal((await client.listTools()).tools.length, 7)
+      assert.equal((await client.listTools()).tools.length, 8)
     })
   })
 })
@@ -549,6 +549,31 @@ describe('mountMcp: what the model reads of a server', () => {
       assert.equal(anthropic.trusted__long_description, cut)
       assert.equal(anthropic.raw__long_description, listed(gate, 'raw__long_description').description)
     })
+  })
+})
+
+describe('mountMcp: definitions of mounted tools', () => {
+  it("leaves out of definitions('gemini') a mounted tool Gemini cannot take, with a warning; the others are sent", async () => {
+    const script = `
+      const { Client } = require('@modelcontextprotocol/sdk/client/index.js')
+      const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js')
+      const { ToolExecutor } = require('..')
+      const { mountMcp } = require('toolgate/mcp')
+      ;(async () => {
+        const client = new Client({ name: 'definitions', version: '1.0.0' })
+        await client.connect(new StdioClientTransport({ command: process.execPath, args: [${JSON.stringify(RAW)}], stderr: 'ignore' }))
+        const gate = new ToolExecutor()
+        gate.register({ name: 'mine', handler: () => 'mine' })
+        await mountMcp(gate, client, { prefix: 'raw', trust: true, include: ['ok', 'wide'] })
+        const names = (format) => gate.definitions(format).map((d) => d.name ?? d.function?.name)
+        console.log(JSON.stringify({ gemini: names('gemini'), chat: names('openai-chat') }))
+        await gate.close()
+        await client.close()
+      })()`
+    const child = await runChild(script, { env: { TOOLGATE_LOG: 'warn' } })
+    assert.equal(child.code, 0, child.stderr)
+    assert.deepEqual(lastJsonLine(child.stdout), { gemini: ['mine', 'raw__ok'], chat: ['mine', 'raw__ok', 'raw__wide'] })
+    assert.match(child.stderr, /WARN .*a mounted tool is left out of the definitions tool=raw__wide reason=tool "raw__wide": the parameters schema is too large for Gemini/)
   })
 })
 
