@@ -338,7 +338,7 @@ class McpMount {
     if (annotations) origin.annotations = annotations
     const spec = {
       name,
-      description: description(typeof tool.description === 'string' ? tool.description : origin.title ?? '', name, trusted),
+      description: shownDescription(typeof tool.description === 'string' ? tool.description : origin.title ?? '', name, trusted),
       parameters: tool.inputSchema,
       ...declarations(trusted ? annotations ?? {} : undefined),
       origin,
@@ -391,7 +391,7 @@ function toolFields(fields) {
 /** What the model is shown of a server's description of the tool `name`: at most MAX_DESCRIPTION characters, and
  * from a server not trusted, fenced as outside data, as an untrusted tool's output is: it reaches the model beside
  * the application's own instructions, and may try to pass for them. */
-function description(text, name, trusted) {
+function shownDescription(text, name, trusted) {
   if (text === '') return ''
   const cut = clip(text, MAX_DESCRIPTION)
   return trusted ? cut : fenceUntrusted(name, cut)
