@@ -99,3 +99,9 @@ export declare class Engine {
    */
   get holding(): boolean
 }
+
+/**
+ * `text` fenced as data from outside that reached the model through the tool `source`, as an untrusted tool's output
+ * is: for what a host hands the model from outside other than a result (a mounted MCP server's tool descriptions).
+ */
+export declare function fenceUntrusted(source: string, text: string): string

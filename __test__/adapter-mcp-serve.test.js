@@ -6,7 +6,9 @@
 
 const { describe, it, after } = require('node:test')
 const assert = require('node:assert/strict')
+const fs = require('node:fs')
 const http = require('node:http')
+const os = require('node:os')
 const path = require('node:path')
 const { spawn } = require('node:child_process')
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js')
@@ -24,6 +26,8 @@ const FIXTURE = path.join(__dirname, 'fixtures', 'mcp-gate-server.js')
 // The CLI proper: its `cli.js` launcher re-spawns it with whatever `node` is on PATH, not this Node.
 const INSPECTOR_CLI = path.join(PACKAGE_DIR, 'node_modules', '@modelcontextprotocol', 'inspector-cli', 'build', 'index.js')
 const CLIENT_INFO = { name: 'serve-test', version: '0.0.1' }
+// The conformance suite needs Node 22 or later (fs.globSync): under Node 20 it runs on the dev dependencies' Node 22.
+const CONFORMANCE_NODE = Number(process.versions.node.split('.')[0]) >= 22 ? process.execPath : path.join(PACKAGE_DIR, 'node_modules', 'node22', 'bin', 'node')
 
 /** Every tool of the fixture but `secret`, which the served context denies, in registration order. */
 const LISTED = ['add', 'slow', 'release', 'deploy', 'wait_for_abort', 'aborts_seen', 'chart', 'boom', 'report', 'table', 'whoami']
@@ -92,29 +96,34 @@ async function withHttp(options, fn) {
   }
 }
 
-/** POSTs one raw JSON-RPC message as a Streamable HTTP client would; the reply parsed from JSON or from SSE. */
-async function post(url, message, headers = {}) {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
-    body: JSON.stringify(message),
+/** POSTs one raw JSON-RPC message as a Streamable HTTP client would (node:http, so that `headers` may set Host too);
+ * the reply parsed from JSON or from SSE. */
+function post(url, message, headers = {}) {
+  return new Promise((resolve, reject) => {
+    const request = http.request(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    }, (response) => {
+      let body = ''
+      response.setEncoding('utf8').on('data', (chunk) => { body += chunk }).on('error', reject).on('end', () => {
+        const sse = (response.headers['content-type'] ?? '').startsWith('text/event-stream')
+        // An SSE reply is `event: message\ndata: {...}`: the JSON-RPC message is its data line.
+        const json = sse ? body.split('\n').find((line) => line.startsWith('data: '))?.slice('data: '.length) : body
+        resolve({ status: response.statusCode, sessionId: response.headers['mcp-session-id'] ?? null, reply: json ? JSON.parse(json) : undefined })
+      })
+    })
+    request.on('error', reject).end(JSON.stringify(message))
   })
-  const body = await response.text()
-  const sse = (response.headers.get('content-type') ?? '').startsWith('text/event-stream')
-  // An SSE reply is `event: message\ndata: {...}`: the JSON-RPC message is its data line.
-  const json = sse ? body.split('\n').find((line) => line.startsWith('data: '))?.slice('data: '.length) : body
-  return { status: response.status, sessionId: response.headers.get('mcp-session-id'), reply: json ? JSON.parse(json) : undefined }
 }
 
 const initialize = (protocolVersion) => ({
   jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion, capabilities: {}, clientInfo: CLIENT_INFO },
 })
 
-/** Runs the MCP Inspector's CLI against the fixture over stdio; resolves to its parsed JSON stdout. */
-function inspect(...cliArgs) {
+/** Runs a Node script with `args` under `node` (default: this Node); resolves once it exits, killed after 20 s. */
+function runScript(script, args, { node = process.execPath, cwd = __dirname } = {}) {
   return new Promise((resolve, reject) => {
-    // The CLI looks for its package.json at `../package.json` from its working directory.
-    const child = spawn(process.execPath, [INSPECTOR_CLI, process.execPath, FIXTURE, ...cliArgs], { cwd: __dirname, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(node, [script, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stdout.setEncoding('utf8').on('data', (d) => { stdout += d })
@@ -123,10 +132,33 @@ function inspect(...cliArgs) {
     child.on('error', reject)
     child.on('close', (code, signal) => {
       clearTimeout(timer)
-      if (code !== 0) reject(new Error(`the inspector exited with ${code ?? signal}: ${stderr}`))
-      else resolve(JSON.parse(stdout))
+      resolve({ code: code ?? signal, stdout, stderr })
     })
   })
+}
+
+/** Runs the MCP Inspector's CLI against the fixture over stdio; resolves to its parsed JSON stdout. */
+async function inspect(...cliArgs) {
+  // The CLI looks for its package.json at `../package.json` from its working directory.
+  const { code, stdout, stderr } = await runScript(INSPECTOR_CLI, [process.execPath, FIXTURE, ...cliArgs])
+  if (code !== 0) throw new Error(`the inspector exited with ${code}: ${stderr}`)
+  return JSON.parse(stdout)
+}
+
+/** Runs one server scenario of the MCP conformance suite against `url`; resolves to its exit code, its output and
+ * the checks it recorded. */
+async function conformance(scenario, url) {
+  const manifest = require.resolve('@modelcontextprotocol/conformance/package.json')
+  const cli = path.join(path.dirname(manifest), require(manifest).bin.conformance)
+  const output = fs.mkdtempSync(path.join(os.tmpdir(), 'toolgate-conformance-'))
+  try {
+    const run = await runScript(cli, ['server', '--url', url.href, '--scenario', scenario, '-o', output], { node: CONFORMANCE_NODE })
+    const [folder] = fs.readdirSync(output)
+    const checks = folder === undefined ? [] : JSON.parse(fs.readFileSync(path.join(output, folder, 'checks.json'), 'utf8'))
+    return { ...run, checks }
+  } finally {
+    fs.rmSync(output, { recursive: true, force: true })
+  }
 }
 
 describe('toolgate/mcp serveMcp over stdio: tools/list', () => {
@@ -338,6 +370,27 @@ describe('toolgate/mcp serveMcp: what it returns', () => {
   })
 })
 
+describe('toolgate/mcp serveMcp: tools/list of tools registered without some fields', () => {
+  it('leaves out the description of a tool registered without one, rather than listing an empty one', async () => {
+    const gate = new ToolExecutor()
+    gate.register({ name: 'plain', handler: () => 'ran' })
+    gate.register({ name: 'described', description: 'Has one.', handler: () => 'ran' })
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair()
+    const served = await serveMcp(gate, serverSide)
+    const client = new Client(CLIENT_INFO)
+    try {
+      await client.connect(clientSide)
+      const [plain, described] = (await client.listTools()).tools
+      assert.deepEqual(Object.keys(plain).sort(), ['annotations', 'inputSchema', 'name'])
+      assert.equal(described.description, 'Has one.')
+    } finally {
+      await client.close()
+      await served.close()
+      await gate.close()
+    }
+  })
+})
+
 describe('toolgate/mcp mcpHttpHandler: Streamable HTTP sessions', () => {
   it('serves each client its own session, with the context computed from the request', async () => {
     const context = (extra) => ({ ...SERVED_CONTEXT, sessionId: extra.sessionId })
@@ -426,6 +479,46 @@ describe('toolgate/mcp mcpHttpHandler: Streamable HTTP sessions', () => {
     })
   })
 
+  it("refuses by default a Host or an Origin other than this machine's, and serves a client that sends no Origin", async () => {
+    await withHttp({}, async ({ url, handler }) => {
+      const refused = (reply, message) => assert.deepEqual(reply, { status: 403, sessionId: null, reply: { jsonrpc: '2.0', error: { code: -32000, message }, id: null } })
+      // A page whose name was pointed at 127.0.0.1 (DNS rebinding) sends its own name as the Host.
+      refused(await post(url, initialize('2025-11-25'), { host: 'evil.example.com', origin: 'http://evil.example.com' }), 'Invalid Host header: evil.example.com')
+      // Any page may send a request to 127.0.0.1: its Origin says whose it is.
+      refused(await post(url, initialize('2025-11-25'), { origin: 'http://evil.example.com' }), 'Invalid Origin header: http://evil.example.com')
+      refused(await post(url, initialize('2025-11-25'), { origin: 'null' }), 'Invalid Origin header: null')
+      refused(await post(url, initialize('2025-11-25'), { host: 'localhost.evil.example.com' }), 'Invalid Host header: localhost.evil.example.com')
+      assert.equal(handler.sessions, 0)
+      // Every loopback name, on any port; a page of the server's own origin; a client that sends no Origin.
+      for (const headers of [{}, { host: 'localhost:9' }, { host: '[::1]' }, { origin: url.origin }, { host: 'LOCALHOST:80', origin: 'http://localhost' }]) {
+        assert.equal((await post(url, initialize('2025-11-25'), headers)).status, 200, JSON.stringify(headers))
+      }
+      assert.equal(handler.sessions, 5)
+    })
+  })
+
+  it('takes allowedHosts in place of the loopback names and allowedOrigins beside the own origin, as behind a proxy', async () => {
+    // A proxy that passes the public name on and ends TLS; a web app of another origin that calls the endpoint.
+    await withHttp({ allowedHosts: ['mcp.example.com', 'internal:8080'], allowedOrigins: ['https://app.example.com'] }, async ({ url }) => {
+      for (const headers of [
+        { host: 'mcp.example.com' },
+        { host: 'mcp.example.com:443', origin: 'https://mcp.example.com' },
+        { host: 'MCP.example.com', origin: 'https://app.example.com' },
+        { host: 'internal:8080' },
+      ]) {
+        assert.equal((await post(url, initialize('2025-11-25'), headers)).status, 200, JSON.stringify(headers))
+      }
+      for (const [headers, message] of [
+        [{}, `Invalid Host header: ${url.host}`],
+        [{ host: 'internal:8081' }, 'Invalid Host header: internal:8081'],
+        [{ host: 'mcp.example.com', origin: 'https://other.example.com' }, 'Invalid Origin header: https://other.example.com'],
+      ]) {
+        const { status, reply } = await post(url, initialize('2025-11-25'), headers)
+        assert.deepEqual([status, reply.error.message], [403, message])
+      }
+    })
+  })
+
   it('answers a call whose context function throws with an isError result that says so', async () => {
     const context = (extra) => {
       if (extra.sessionId !== undefined) throw new Error('no user for this session')
@@ -462,6 +555,19 @@ describe('toolgate/mcp mcpHttpHandler: Streamable HTTP sessions', () => {
       await assert.rejects(client.callTool({ name: 'add', arguments: { a: 1, b: 1 } }), { code: 503, message: /This MCP endpoint is closed/ })
       await assert.rejects(connect(), { code: 503 })
       assert.equal(handler.sessions, 0)
+    })
+  })
+})
+
+describe('toolgate/mcp mcpHttpHandler: the MCP conformance suite', () => {
+  it('passes its DNS-rebinding scenario with the defaults: a foreign Host and Origin refused, its own answered', async () => {
+    await withHttp({}, async ({ url }) => {
+      const { code, stdout, checks } = await conformance('dns-rebinding-protection', url)
+      assert.deepEqual(checks.map((check) => [check.id, check.status, check.details?.statusCode]), [
+        ['localhost-host-rebinding-rejected', 'SUCCESS', 403],
+        ['localhost-host-valid-accepted', 'SUCCESS', 200],
+      ])
+      assert.equal(code, 0, stdout)
     })
   })
 })
@@ -520,6 +626,15 @@ describe('toolgate/mcp: programmer errors fail at once, before any connection', 
     assert.throws(() => mcpHttpHandler(gate, { sessionIdleMs: 1.5 }), { name: 'TypeError', message: 'mcpHttpHandler options: sessionIdleMs must be a positive integer' })
     assert.throws(() => mcpHttpHandler(gate, { name: 7 }), { name: 'TypeError', message: 'mcpHttpHandler options: name and version must be strings' })
     assert.throws(() => mcpHttpHandler({}), { name: 'TypeError', message: 'mcpHttpHandler(gate, …): gate must be a ToolExecutor' })
+  })
+
+  it('mcpHttpHandler throws for allowedHosts and allowedOrigins it cannot read, saying how to write them', () => {
+    for (const allowedHosts of [[], 'localhost', ['http://localhost'], ['host/path'], [3000]]) {
+      assert.throws(() => mcpHttpHandler(gate, { allowedHosts }), { name: 'TypeError', message: /^mcpHttpHandler options: allowedHosts must be a list of host names, each with or without a port \('mcp\.example\.com', '127\.0\.0\.1:3000'\)/ })
+    }
+    for (const allowedOrigins of ['https://app.example.com', ['app.example.com'], ['https://app.example.com/path'], ['file:///tmp']]) {
+      assert.throws(() => mcpHttpHandler(gate, { allowedOrigins }), { name: 'TypeError', message: /^mcpHttpHandler options: allowedOrigins must be a list of origins, scheme:\/\/host\[:port\] with no path/ })
+    }
   })
 
   it('refuses unknown options, as the rest of the package does', async () => {

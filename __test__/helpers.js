@@ -90,13 +90,14 @@ function assertSuccess(result, output) {
 }
 
 /**
- * Runs `script` in a child Node process (cwd = this folder, so `require('..')` is the package) and resolves when
- * it exits. A child still alive after `killAfterMs` is killed and reported with `timedOut: true`: the callers
- * assert it is false, so a child that cannot exit by itself fails its test instead of hanging the suite.
+ * Runs `script` in a child Node process (cwd = this folder, so `require('..')` is the package; `env` on top of this
+ * process's environment) and resolves when it exits. A child still alive after `killAfterMs` is killed and reported
+ * with `timedOut: true`: the callers assert it is false, so a child that cannot exit by itself fails its test
+ * instead of hanging the suite.
  */
-function runChild(script, { killAfterMs = 20_000 } = {}) {
+function runChild(script, { killAfterMs = 20_000, env = {} } = {}) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['-e', script], { cwd: __dirname, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, ['-e', script], { cwd: __dirname, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } })
     let stdout = ''
     let stderr = ''
     let timedOut = false

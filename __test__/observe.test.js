@@ -292,13 +292,7 @@ describe('Rust-side tracing', () => {
       gate.register({ name: 'echo', handler: () => 'ok' })
       gate.execute([{ id: 'c1', name: 'echo' }, { id: 'c2', name: 'missing' }]).then(() => console.log('done'))
     `
-    process.env.TOOLGATE_LOG = 'debug'
-    let child
-    try {
-      child = await runChild(script)
-    } finally {
-      delete process.env.TOOLGATE_LOG
-    }
+    const child = await runChild(script, { env: { TOOLGATE_LOG: 'debug' } })
     assert.equal(child.code, 0, child.stderr)
     assert.match(child.stderr, /DEBUG .*call settled turn=1 call=c1 tool=echo outcome="ok"/)
     assert.match(child.stderr, /call answered without running turn=1 call=c2 tool=missing outcome="unknown_tool"/)

@@ -431,6 +431,13 @@ impl Engine {
     }
 }
 
+/// `text` fenced as data from outside that reached the model through the tool `source`, as an untrusted tool's output
+/// is: for what a host hands the model from outside other than a result (a mounted MCP server's tool descriptions).
+#[napi(catch_unwind)]
+pub fn fence_untrusted(source: String, text: String) -> String {
+    toolgate_core::fence::fence(&source, &text)
+}
+
 /// Rust-side spans and events go to stderr when `TOOLGATE_LOG` names a level or filter (`debug`,
 /// `toolgate_core=trace`); without it nothing is collected.
 fn log_to_stderr() {

@@ -7,6 +7,8 @@
 
 const { createHash } = require('node:crypto')
 const { RetryableError } = require('../../index.js')
+const { clip, reprOf } = require('../describe.js')
+const { fenceUntrusted } = require('../native.js')
 // Taken at load: a test that fakes the global timers must not stall the mount's own timers.
 const { setTimeout, clearTimeout } = require('node:timers')
 const { MAX_TIMER_MS } = require('./mcp-limits.js')
@@ -15,6 +17,8 @@ const { MAX_TIMER_MS } = require('./mcp-limits.js')
 const NAME_CHARS = /[^A-Za-z0-9_-]/g
 const MAX_NAME = 64
 const MAX_PREFIX = 32
+/** The most of a tool's description the model is shown: a server's own run to a few hundred characters. */
+const MAX_DESCRIPTION = 4_000
 /** Bounds on what a server's listing may make the gate hold: no server can grow it without end. */
 const MAX_PAGES = 1_000
 const MAX_TOOLS = 10_000
@@ -24,6 +28,11 @@ const LIST_TIMEOUT_MS = 60_000
 const LIST_CHANGED_DEBOUNCE_MS = 50
 /** The SDK's JSON-RPC error code for a connection that closed with the request unanswered. */
 const CONNECTION_CLOSED = -32000
+/** JSON-RPC's code for an internal error: what an answer the SDK cannot read becomes (see readMalformedAnswers). */
+const INTERNAL_ERROR = -32603
+/** The read buffers of stdio transports that read malformed answers, and the answers they read so. */
+const lenientBuffers = new WeakSet()
+const malformedAnswers = new WeakSet()
 /** Which mounts listen to each client's `notifications/tools/list_changed` (the SDK keeps one handler per method). */
 const mountsOf = new WeakMap()
 const LIST_CHANGED = 'notifications/tools/list_changed'
@@ -138,7 +147,8 @@ class McpMount {
     return [...this.#tools.values()].map(({ name, mcpName }) => ({ name, mcpName }))
   }
 
-  /** The server's tools not mounted, and why (a schema that does not compile, a name taken, a task-only tool). */
+  /** The server's tools the last listing did not mount, and why (a schema that does not compile or is nested too
+   * deeply to read, a name taken, a task-only tool, anything else the gate refused). */
   get skipped() {
     return this.#skipped.slice()
   }
@@ -225,6 +235,7 @@ class McpMount {
     const tools = []
     const cursors = new Set()
     let cursor
+    readMalformedAnswers(this.#client.transport)
     for (let page = 0; page < MAX_PAGES; page++) {
       const result = await this.#client.request(
         { method: 'tools/list', params: cursor === undefined ? {} : { cursor } },
@@ -247,7 +258,8 @@ class McpMount {
   }
 
   /** Brings the gate in step with a listing: every spec is made first (what the application's `tools`,
-   * `include` or `exclude` throw leaves the gate untouched), then registered; one the gate refuses is skipped. */
+   * `include` or `exclude` throw leaves the gate untouched), then registered. A tool that cannot be read or that the
+   * gate refuses, whatever the reason, is skipped: it never keeps the others from being mounted or listed again. */
   #apply(listed) {
     if (this.#closed) return
     const previous = this.#tools
@@ -261,13 +273,21 @@ class McpMount {
       else if (this.#options.include(tool) && !this.#options.exclude(tool)) usable.push({ at, tool })
     }
     const names = this.#names(usable.map(({ tool }) => tool.name))
-    const planned = usable.map(({ at, tool }) => {
+    const planned = []
+    for (const { at, tool } of usable) {
       const name = names.get(tool.name)
-      const definition = JSON.stringify(tool)
+      let definition
+      try {
+        definition = JSON.stringify(tool)
+      } catch (err) {
+        // Nested deeper than the stack goes (a server's JSON parses at any depth): the gate could not take it either.
+        skipped.push({ at, mcpName: tool.name, reason: `it is nested too deeply to read (${err?.message ?? String(err)})` })
+        continue
+      }
       const before = previous.get(name)
       const same = before?.definition === definition && before.mcpName === tool.name
-      return { at, tool, name, definition, before, spec: same ? undefined : this.#spec(tool, name) }
-    })
+      planned.push({ at, tool, name, definition, before, spec: same ? undefined : this.#spec(tool, name) })
+    }
     const next = new Map()
     for (const { at, tool, name, definition, before, spec } of planned) {
       if (spec === undefined) {
@@ -318,7 +338,7 @@ class McpMount {
     if (annotations) origin.annotations = annotations
     const spec = {
       name,
-      description: typeof tool.description === 'string' ? tool.description : origin.title ?? '',
+      description: shownDescription(typeof tool.description === 'string' ? tool.description : origin.title ?? '', name, trusted),
       parameters: tool.inputSchema,
       ...declarations(trusted ? annotations ?? {} : undefined),
       origin,
@@ -342,6 +362,7 @@ class McpMount {
       // The transport the call goes out on: a different one (or none) when it fails means the connection closed on
       // it, even when the application reconnected within its onclose.
       const transport = client.transport
+      readMalformedAnswers(transport)
       try {
         result = await client.request({ method: 'tools/call', params: { name: mcpName, arguments: args } }, ResultSchema, {
           signal: ctx.signal,
@@ -365,6 +386,15 @@ function toolFields(fields) {
     if (!OVERRIDABLE.includes(key)) throw new TypeError(`mountMcp options: tools may not set "${key}" (it may set ${OVERRIDABLE.join(', ')})`)
   }
   return fields
+}
+
+/** What the model is shown of a server's description of the tool `name`: at most MAX_DESCRIPTION characters, and
+ * from a server not trusted, fenced as outside data, as an untrusted tool's output is: it reaches the model beside
+ * the application's own instructions, and may try to pass for them. */
+function shownDescription(text, name, trusted) {
+  if (text === '') return ''
+  const cut = clip(text, MAX_DESCRIPTION)
+  return trusted ? cut : fenceUntrusted(name, cut)
 }
 
 /** Why a listed tool cannot be mounted, or undefined. */
@@ -404,6 +434,9 @@ function requestFailure(err, server, connectionClosed, safeToRepeat) {
     const why = `MCP server "${server}" closed the connection before answering (the call may have run: check before repeating a change)`
     return safeToRepeat ? new RetryableError(why, { cause: err }) : Object.assign(new Error(why, { cause: err }), { retryable: false })
   }
+  if (err?.name === 'McpError' && malformedAnswers.has(err.data)) {
+    return Object.assign(new Error(`MCP server "${server}" answered with ${malformedText(err.data)}`), { retryable: false })
+  }
   if (err?.name === 'McpError') {
     // A server's own McpError arrives prefixed twice ("MCP error -32000: MCP error -32000: …"): once is enough.
     const said = message.replace(/^(MCP error -?\d+: )\1+/, '$1')
@@ -416,6 +449,46 @@ function requestFailure(err, server, connectionClosed, safeToRepeat) {
   return Object.assign(new Error(`MCP server "${server}" could not be reached: ${message}`), {
     code: status === undefined ? err?.code : undefined, status, cause: err, ...(safeToRepeat ? {} : { retryable: false }),
   })
+}
+
+/**
+ * The SDK's stdio transport drops a line that is not a valid JSON-RPC message, so that a malformed answer (an
+ * error without a numeric code or a message, a result that is not an object) leaves its request to wait out its
+ * whole limit. On such a transport, an answer (an id, no method) the SDK cannot read is made an error answer to its
+ * request, which carries what the server sent (`data`). Other transports are left as they are.
+ */
+function readMalformedAnswers(transport) {
+  const buffer = transport?._readBuffer
+  if (typeof buffer?.readMessage !== 'function' || lenientBuffers.has(buffer)) return
+  lenientBuffers.add(buffer)
+  const read = buffer.readMessage
+  buffer.readMessage = function readMessage() {
+    const unread = this._buffer
+    try {
+      return read.call(this)
+    } catch (err) {
+      // The line read, which the buffer has already let go of: the bytes between what was unread and what is.
+      const line = unread?.subarray(0, unread.length - (this._buffer?.length ?? 0)).toString('utf8')
+      const answer = parsed(line)
+      const id = answer?.id
+      if (!isObject(answer) || 'method' in answer || !(typeof id === 'string' || Number.isInteger(id))) throw err
+      malformedAnswers.add(answer)
+      return { jsonrpc: '2.0', id, error: { code: INTERNAL_ERROR, message: malformedText(answer), data: answer } }
+    }
+  }
+}
+
+/** What a malformed answer holds, as a message says it: its error when it has one, or the whole answer. */
+function malformedText(answer) {
+  return 'error' in answer ? `a malformed JSON-RPC error: ${reprOf(answer.error)}` : `a malformed JSON-RPC response: ${reprOf(answer)}`
+}
+
+function parsed(json) {
+  try {
+    return JSON.parse(json)
+  } catch {
+    return undefined
+  }
 }
 
 /** What the server answered, as the handler's value: `isError` is a failure, `structuredContent` the structure,

@@ -18,6 +18,8 @@ const QUOTED_ARGS = 500
 /** Streamable HTTP sessions held at most (the least recently used closes first) and how long an idle one lives. */
 const MAX_SESSIONS = 1_000
 const SESSION_IDLE_MS = 30 * 60_000
+/** The Host names an HTTP endpoint answers unless `allowedHosts` names others: this machine's, on any port. */
+const LOOPBACK_HOSTS = ['localhost', '127.0.0.1', '[::1]']
 
 /** Serves the gate's tools over `transport` (stdio, Streamable HTTP, any MCP transport). Resolves once connected. */
 async function serveMcp(sdk, gate, transport, options = {}) {
@@ -79,7 +81,9 @@ function mcpServer(sdk, gate, { context, name, version, instructions }, where) {
 function mcpTool(tool) {
   const destructive = tool.risk === 'destructive' || tool.risk === 'admin'
   const annotations = { readOnlyHint: tool.readOnly, destructiveHint: !tool.readOnly && destructive, idempotentHint: tool.idempotent, openWorldHint: tool.untrusted }
-  const entry = { name: tool.name, description: tool.description, inputSchema: tool.parameters, annotations }
+  const entry = { name: tool.name, inputSchema: tool.parameters, annotations }
+  // The gate holds no description as ''; MCP's is optional, and an empty one tells a client's model nothing.
+  if (tool.description !== '') entry.description = tool.description
   const title = tool.origin?.title
   if (typeof title === 'string') {
     entry.title = title
@@ -203,8 +207,8 @@ function mcpHttpHandler(sdk, gate, options = {}) {
   if (!(Number.isInteger(maxSessions) && maxSessions > 0)) throw new TypeError('mcpHttpHandler options: maxSessions must be a positive integer')
   if (!(Number.isInteger(sessionIdleMs) && sessionIdleMs > 0)) throw new TypeError('mcpHttpHandler options: sessionIdleMs must be a positive integer')
   const serveOptions = readOptions(rest, 'mcpHttpHandler', [...SERVE_OPTIONS, 'maxSessions', 'sessionIdleMs', 'allowedHosts', 'allowedOrigins'])
+  const refusal = requestRefusal(allowedHosts, allowedOrigins)
   mcpServer(sdk, gate, serveOptions, 'mcpHttpHandler') // a bad gate throws now, not at the first request
-  const protection = allowedHosts || allowedOrigins ? { enableDnsRebindingProtection: true, allowedHosts, allowedOrigins } : {}
   /** Open sessions by id, least recently used first. */
   const sessions = new Map()
 
@@ -242,6 +246,8 @@ function mcpHttpHandler(sdk, gate, options = {}) {
 
   let closed = false
   const handler = async (req, res, parsedBody) => {
+    const refused = refusal(req.headers)
+    if (refused) return answerError(res, 403, -32000, refused)
     if (closed) return answerError(res, 503, -32000, 'This MCP endpoint is closed')
     const id = req.headers['mcp-session-id']
     const open = typeof id === 'string' ? sessions.get(id) : undefined
@@ -260,7 +266,6 @@ function mcpHttpHandler(sdk, gate, options = {}) {
         touch(sessionId, session)
       },
       onsessionclosed: end,
-      ...protection,
     })
     session.transport.onclose = () => session.transport.sessionId && end(session.transport.sessionId)
     await session.server.connect(session.transport)
@@ -276,6 +281,60 @@ function mcpHttpHandler(sdk, gate, options = {}) {
   handler.toolsChanged = () => Promise.all([...sessions.values()].map((session) => session.server.sendToolListChanged().catch(() => {}))).then(() => {})
   Object.defineProperty(handler, 'sessions', { get: () => sessions.size })
   return handler
+}
+
+/**
+ * What refuses a request by its Host and Origin headers, as MCP's transport spec asks of a server (it MUST validate
+ * Origin, and answer 403 to an invalid one): a page whose name its attacker points at this machine (DNS rebinding)
+ * sends that name as its Host, and any page sends its own origin. The Host must be one of `allowedHosts` (a name
+ * matches on any port, `name:port` on that port only; default: this machine's names). An Origin, which browsers send
+ * and other clients do not, must be the request's own (a page of the allowed host) or one of `allowedOrigins`.
+ * The function answers the refusal's message, or undefined.
+ */
+function requestRefusal(allowedHosts = LOOPBACK_HOSTS, allowedOrigins = []) {
+  const hostsHint = "a list of host names, each with or without a port ('mcp.example.com', '127.0.0.1:3000')"
+  const originsHint = "a list of origins, scheme://host[:port] with no path ('https://app.example.com')"
+  if (!Array.isArray(allowedHosts) || allowedHosts.length === 0) throw new TypeError(`mcpHttpHandler options: allowedHosts must be ${hostsHint}`)
+  const hosts = allowedHosts.map((entry) => {
+    const host = typeof entry === 'string' ? hostOf(entry) : undefined
+    if (!host) throw new TypeError(`mcpHttpHandler options: allowedHosts must be ${hostsHint}; got ${JSON.stringify(entry)}`)
+    return host
+  })
+  if (!Array.isArray(allowedOrigins)) throw new TypeError(`mcpHttpHandler options: allowedOrigins must be ${originsHint}`)
+  const origins = new Set(allowedOrigins.map((entry) => {
+    const url = typeof entry === 'string' ? httpUrl(entry) : undefined
+    if (url === undefined || url.href !== `${url.origin}/`) throw new TypeError(`mcpHttpHandler options: allowedOrigins must be ${originsHint}; got ${JSON.stringify(entry)}`)
+    return url.origin
+  }))
+  return (headers) => {
+    const { host, origin } = headers
+    if (typeof host !== 'string') return 'Missing Host header'
+    const sent = hostOf(host)
+    if (!sent || !hosts.some((allowed) => allowed.name === sent.name && (allowed.port === undefined || allowed.port === sent.port))) {
+      return `Invalid Host header: ${host}`
+    }
+    if (origin === undefined) return undefined
+    const from = typeof origin === 'string' ? httpUrl(origin) : undefined
+    // The request's own origin, in the scheme the page used (a proxy in front may have ended its TLS).
+    if (from && (origins.has(from.origin) || from.origin === httpUrl(`${from.protocol}//${host}`)?.origin)) return undefined
+    return `Invalid Origin header: ${origin}`
+  }
+}
+
+/** A Host header's name (lowercase; an IPv6 address in brackets) and port, or undefined when it is not one. */
+function hostOf(text) {
+  const match = /^(\[[0-9a-f:.]+\]|[^\s:/?#@[\]]+)(?::(\d{1,5}))?$/i.exec(text)
+  return match ? { name: match[1].toLowerCase(), port: match[2] } : undefined
+}
+
+/** `text` as an http or https URL, or undefined when it is not one. */
+function httpUrl(text) {
+  try {
+    const url = new URL(text)
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url : undefined
+  } catch {
+    return undefined
+  }
 }
 
 /** A JSON-RPC error as an HTTP answer, as the SDK's transport words its own. */

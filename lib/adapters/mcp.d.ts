@@ -33,7 +33,8 @@ export interface MountMcpOptions {
   /**
    * Read the server's annotations as declarations (default false): `readOnlyHint` → `readOnly`, `idempotentHint`
    * → `idempotent`, `destructiveHint` → risk `destructive`, `openWorldHint` → `untrusted`. Untrusted, every tool
-   * is a state-changing write whose output is fenced as outside data; the annotations are in `list()`'s `origin`.
+   * is a state-changing write whose description and output are fenced as outside data; the annotations are in
+   * `list()`'s `origin`.
    */
   trust?: boolean
   /** Spec fields for every mounted tool (timeouts, rate limits, approval…), or per tool. Mounted tools are never
@@ -54,7 +55,8 @@ export interface McpMount {
   readonly prefix: string
   /** The mounted tools: the gate's name and the server's. */
   readonly tools: { name: string; mcpName: string }[]
-  /** The server's tools not mounted and why: a schema that does not compile, a name already taken, a task-only tool. */
+  /** The server's tools the last listing did not mount and why: a schema that does not compile or is nested too
+   * deeply to read, a name already taken, a task-only tool, anything else the gate refused. */
   readonly skipped: { mcpName: string; reason: string }[]
   nameOf(mcpName: string): string | undefined
   mcpNameOf(name: string): string | undefined
@@ -113,8 +115,15 @@ export interface McpHttpHandlerOptions<Ctx extends ExecutionContext = ExecutionC
   maxSessions?: number
   /** How long a session may stay unused before it closes. Default 30 min. */
   sessionIdleMs?: number
-  /** With either: requests from other Host headers / Origins are refused (DNS-rebinding protection). */
+  /**
+   * The Host headers answered (DNS-rebinding protection): a name on any port (`'mcp.example.com'`), or on one port
+   * (`'10.0.0.5:3000'`). Default: `localhost`, `127.0.0.1` and `[::1]`. Any other Host is answered 403.
+   */
   allowedHosts?: string[]
+  /**
+   * Origins answered besides the request's own (`'https://app.example.com'`). A request with any other Origin is
+   * answered 403; one without (a client other than a browser) is served.
+   */
   allowedOrigins?: string[]
 }
 

@@ -33,9 +33,24 @@ impl DefinitionFormat {
 }
 
 /// The tools' definitions in `format`, in the order given. Fails, naming the tool and what to change, when a
-/// tool cannot be sent in that format (Gemini's schema dialect and names are narrower than JSON Schema's).
+/// tool cannot be sent in that format (Gemini's schema dialect and names are narrower than JSON Schema's), unless
+/// the tool comes from a mounted MCP server: its schema is no one's here to change, and one such tool must not keep
+/// the others from being sent, so it is left out, with a warning.
 pub fn definitions<'a>(tools: impl Iterator<Item = &'a Tool>, format: DefinitionFormat) -> Result<Value, String> {
-    tools.map(|t| definition(t, format)).collect::<Result<Vec<_>, _>>().map(Value::Array)
+    let mut defs = Vec::new();
+    for t in tools {
+        match definition(t, format) {
+            Ok(def) => defs.push(def),
+            Err(reason) if mounted(t) => tracing::warn!(tool = %t.spec.name, %reason, "a mounted tool is left out of the definitions"),
+            Err(reason) => return Err(reason),
+        }
+    }
+    Ok(Value::Array(defs))
+}
+
+/// A tool a mount registered for an MCP server: its origin names the server.
+fn mounted(t: &Tool) -> bool {
+    t.spec.origin.as_ref().and_then(|origin| origin.get("server")).is_some_and(Value::is_string)
 }
 
 fn definition(t: &Tool, format: DefinitionFormat) -> Result<Value, String> {
@@ -82,5 +97,53 @@ fn definition(t: &Tool, format: DefinitionFormat) -> Result<Value, String> {
 fn with_description(def: &mut Map<String, Value>, description: &str) {
     if !description.is_empty() {
         def.insert("description".into(), json!(description));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::{EngineOptions, ToolSpec};
+    use crate::registry::Registry;
+
+    fn registry(specs: &[Value]) -> Registry {
+        let mut registry = Registry::default();
+        for spec in specs {
+            registry.register(ToolSpec::from_json(&spec.to_string()).unwrap(), &EngineOptions::default()).unwrap();
+        }
+        registry
+    }
+
+    /// Over 10,000 schema nodes: more than Gemini's dialect takes.
+    fn oversized() -> Value {
+        let properties: Map<String, Value> = (0..10_001).map(|i| (format!("p{i}"), json!({"type": "string"}))).collect();
+        json!({"type": "object", "properties": properties})
+    }
+
+    fn names(defs: &Value) -> Vec<&str> {
+        defs.as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap()).collect()
+    }
+
+    #[test]
+    fn a_mounted_tool_gemini_cannot_take_is_left_out_and_the_others_are_sent() {
+        let small = json!({"type": "object", "properties": {"q": {"type": "string"}}});
+        let tools = registry(&[
+            json!({"name": "mine", "parameters": small}),
+            json!({"name": "files__big", "parameters": oversized(), "origin": {"server": "files", "name": "big"}}),
+            json!({"name": "files__map", "parameters": {"type": "object", "properties": {"env": {"type": "object", "additionalProperties": {"type": "string"}}}}, "origin": {"server": "files", "name": "map"}}),
+            json!({"name": "files__read", "parameters": small, "origin": {"server": "files", "name": "read"}}),
+        ]);
+        let gemini = definitions(tools.iter().map(|t| &**t), DefinitionFormat::Gemini).unwrap();
+        assert_eq!(names(&gemini), ["mine", "files__read"]);
+        let anthropic = definitions(tools.iter().map(|t| &**t), DefinitionFormat::Anthropic).unwrap();
+        assert_eq!(names(&anthropic), ["mine", "files__big", "files__map", "files__read"], "other formats take them all");
+    }
+
+    #[test]
+    fn a_tool_of_the_applications_own_that_gemini_cannot_take_still_fails_the_definitions() {
+        // An origin without a server (a title of the application's own) is not a mount's.
+        let tools = registry(&[json!({"name": "big", "parameters": oversized(), "origin": {"title": "Big"}}), json!({"name": "small"})]);
+        let error = definitions(tools.iter().map(|t| &**t), DefinitionFormat::Gemini).unwrap_err();
+        assert!(error.starts_with("tool \"big\": the parameters schema is too large for Gemini"), "{error}");
     }
 }
