@@ -19,6 +19,7 @@ export declare class Engine {
   register(specJson: string): void
   unregister(name: string): boolean
   list(policyJson: string): string
+  /** `{ definitions, leftOut }`: leftOut names each mounted tool the format cannot take, with why. */
   definitions(format: string, policyJson: string): string
   /**
    * Opens a turn: the step names the turn and the handlers to start (or says it is already done).

@@ -566,6 +566,7 @@ describe('mountMcp: definitions of mounted tools', () => {
         gate.register({ name: 'mine', handler: () => 'mine' })
         await mountMcp(gate, client, { prefix: 'raw', trust: true, include: ['ok', 'wide'] })
         const names = (format) => gate.definitions(format).map((d) => d.name ?? d.function?.name)
+        names('gemini') // warned once, not at every request
         console.log(JSON.stringify({ gemini: names('gemini'), chat: names('openai-chat') }))
         await gate.close()
         await client.close()
@@ -574,6 +575,9 @@ describe('mountMcp: definitions of mounted tools', () => {
     assert.equal(child.code, 0, child.stderr)
     assert.deepEqual(lastJsonLine(child.stdout), { gemini: ['mine', 'raw__ok'], chat: ['mine', 'raw__ok', 'raw__wide'] })
     assert.match(child.stderr, /WARN .*a mounted tool is left out of the definitions tool=raw__wide reason=tool "raw__wide": the parameters schema is too large for Gemini/)
+    const warnings = child.stderr.split('\n').filter((line) => line.includes('Warning: toolgate:'))
+    assert.equal(warnings.length, 1, child.stderr)
+    assert.match(warnings[0], /toolgate: the mounted tool "raw__wide" is left out of definitions\('gemini'\): tool "raw__wide": the parameters schema is too large for Gemini/)
   })
 })
 

@@ -215,11 +215,12 @@ describe('toolgate/mcp serveMcp over stdio: tools/call', () => {
     })
   })
 
-  it('refuses the tool the served context hides, as the permission it is (not as an unknown tool)', async () => {
+  it('answers the tool the served context hides as a tool that does not exist, as it answers any other name', async () => {
     await withStdioClient(async (client) => {
-      assertError(await client.callTool({ name: 'secret', arguments: {} }), 'permission_denied',
-        'Tool "secret" is not allowed here: refused by the context\'s deniedTools. Do not call it again this way; '
-        + 'continue with what you may do, or tell the user what you could not do.')
+      const hidden = await client.callTool({ name: 'secret', arguments: {} })
+      const absent = await client.callTool({ name: 'no_such_tool', arguments: {} })
+      assertError(hidden, 'unknown_tool', `There is no tool named "secret". Available tools: ${LISTED.join(', ')}. Call one of these by its exact name.`)
+      assert.equal(text(hidden), text(absent).replace('no_such_tool', 'secret'), 'nothing tells the client it exists')
     })
   })
 
@@ -256,6 +257,33 @@ describe('toolgate/mcp serveMcp over stdio: tools/call', () => {
 })
 
 describe('toolgate/mcp serveMcp over stdio: progress and cancellation', () => {
+  it('redacts the messages of progress notifications, as everything the client reads', async () => {
+    const token = `ghp_${'Zq4R8sT2vW6xY1bN3mK5pL7jH9gF0dC2aE4x'}`
+    const gate = new ToolExecutor({ otel: false })
+    gate.register({ name: 'leaky', handler: (_args, ctx) => {
+      ctx.progress(`cloning with ${token}`)
+      ctx.progress({ progress: 2, message: `password=hunter2hunter2 ${token}` })
+      return 'cloned'
+    } })
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair()
+    const served = await serveMcp(gate, serverSide)
+    const client = new Client(CLIENT_INFO)
+    try {
+      await client.connect(clientSide)
+      const seen = []
+      const result = await client.callTool({ name: 'leaky', arguments: {} }, undefined, { onprogress: (progress) => seen.push(progress) })
+      assert.equal(text(result), 'cloned')
+      await new Promise((resolve) => setImmediate(resolve))
+      assert.deepEqual(seen.map((p) => p.progress), [1, 2])
+      assert.ok(!JSON.stringify(seen).includes(token) && !JSON.stringify(seen).includes('hunter2'), JSON.stringify(seen))
+      assert.equal(seen[0].message, 'cloning with [REDACTED:github-token]')
+    } finally {
+      await client.close()
+      await served.close()
+      await gate.close()
+    }
+  })
+
   it("turns ctx.progress() into progress notifications that always increase, with the handler's messages", async () => {
     await withStdioClient(async (client) => {
       const seen = []
@@ -405,9 +433,8 @@ describe('toolgate/mcp mcpHttpHandler: Streamable HTTP sessions', () => {
       for (const { client, transport } of [first, second]) {
         assert.deepEqual((await client.callTool({ name: 'whoami', arguments: {} })).structuredContent, { sessionId: transport.sessionId })
       }
-      assertError(await second.client.callTool({ name: 'secret', arguments: {} }), 'permission_denied',
-        'Tool "secret" is not allowed here: refused by the context\'s deniedTools. Do not call it again this way; '
-        + 'continue with what you may do, or tell the user what you could not do.')
+      assertError(await second.client.callTool({ name: 'secret', arguments: {} }), 'unknown_tool',
+        `There is no tool named "secret". Available tools: ${LISTED.join(', ')}. Call one of these by its exact name.`)
 
       // DELETE ends a session.
       await second.transport.terminateSession()

@@ -102,6 +102,8 @@ class ToolExecutor {
   /** Where finished turns are reported: `{ onTrace?, auditSink?, onRecord?, otel?, tracer? }`; undefined when nowhere. */
   #observers
   #closed = false
+  /** Mounted tools left out of a format's definitions already warned about (`format\u0001name`). */
+  #leftOut = new Set()
   /** Set while `close()` waits for the last abandoned handler and the last turn (a large value still crossing or
    * being shaped ends its turn after the cancellation). */
   #onIdle = null
@@ -317,6 +319,14 @@ class ToolExecutor {
     return this.#engine.unregister(String(name))
   }
 
+  /** A mounted tool a format cannot take is left out of its definitions, with a warning once per tool and format. */
+  #warnLeftOut(format, name, reason) {
+    const key = `${format}\u0001${name}`
+    if (this.#leftOut.has(key)) return
+    this.#leftOut.add(key)
+    warn(`the mounted tool "${name}" is left out of definitions('${format}')`, reason)
+  }
+
   /** The registered tools (without handlers), optionally only those a context may use. */
   list(options = {}) {
     return JSON.parse(this.#engine.list(policyJson(options.context)))
@@ -328,7 +338,8 @@ class ToolExecutor {
       throw new TypeError(`definitions(format): format must be one of ${DEFINITION_FORMATS.join(', ')}; got ${String(format)}`)
     }
     const policy = policyJson(options.context)
-    const defs = JSON.parse(programmerError(() => this.#engine.definitions(format, policy)))
+    const { definitions: defs, leftOut } = JSON.parse(programmerError(() => this.#engine.definitions(format, policy)))
+    for (const [name, reason] of leftOut) this.#warnLeftOut(format, name, reason)
     if (format !== 'ai-sdk' || typeof options.jsonSchema !== 'function') return defs
     // With the AI SDK's jsonSchema helper: the `tools` record generateText/streamText take (no execute: toolgate runs them).
     return Object.fromEntries(defs.map((d) => {

@@ -133,9 +133,10 @@ impl Engine {
     }
 
     #[napi(catch_unwind)]
+    /// `{ definitions, leftOut }`: leftOut names each mounted tool the format cannot take, with why.
     pub fn definitions(&self, format: String, policy_json: String) -> Result<String> {
         let format = DefinitionFormat::parse(&format).map_err(fail)?;
-        Ok(self.inner.definitions(format, &policy(&policy_json)?).map_err(fail)?.to_string())
+        self.inner.definitions_to_wire(format, &policy(&policy_json)?).map_err(fail)
     }
 
     /// Opens a turn: the step names the turn and the handlers to start (or says it is already done).

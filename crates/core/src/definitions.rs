@@ -35,13 +35,16 @@ impl DefinitionFormat {
 /// The tools' definitions in `format`, in the order given. Fails, naming the tool and what to change, when a
 /// tool cannot be sent in that format (Gemini's schema dialect and names are narrower than JSON Schema's), unless
 /// the tool comes from a mounted MCP server: its schema is no one's here to change, and one such tool must not keep
-/// the others from being sent, so it is left out, with a warning.
-pub fn definitions<'a>(tools: impl Iterator<Item = &'a Tool>, format: DefinitionFormat) -> Result<Value, String> {
+/// the others from being sent, so it is left out, and named with the reason in `left_out` (the host warns).
+pub fn definitions<'a>(tools: impl Iterator<Item = &'a Tool>, format: DefinitionFormat, left_out: &mut Vec<(String, String)>) -> Result<Value, String> {
     let mut defs = Vec::new();
     for t in tools {
         match definition(t, format) {
             Ok(def) => defs.push(def),
-            Err(reason) if mounted(t) => tracing::warn!(tool = %t.spec.name, %reason, "a mounted tool is left out of the definitions"),
+            Err(reason) if mounted(t) => {
+                tracing::warn!(tool = %t.spec.name, %reason, "a mounted tool is left out of the definitions");
+                left_out.push((t.spec.name.clone(), reason));
+            }
             Err(reason) => return Err(reason),
         }
     }
@@ -133,9 +136,12 @@ mod tests {
             json!({"name": "files__map", "parameters": {"type": "object", "properties": {"env": {"type": "object", "additionalProperties": {"type": "string"}}}}, "origin": {"server": "files", "name": "map"}}),
             json!({"name": "files__read", "parameters": small, "origin": {"server": "files", "name": "read"}}),
         ]);
-        let gemini = definitions(tools.iter().map(|t| &**t), DefinitionFormat::Gemini).unwrap();
+        let mut left_out = Vec::new();
+        let gemini = definitions(tools.iter().map(|t| &**t), DefinitionFormat::Gemini, &mut left_out).unwrap();
         assert_eq!(names(&gemini), ["mine", "files__read"]);
-        let anthropic = definitions(tools.iter().map(|t| &**t), DefinitionFormat::Anthropic).unwrap();
+        assert_eq!(left_out.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>(), ["files__big", "files__map"]);
+        assert!(left_out[0].1.contains("too large for Gemini"), "{}", left_out[0].1);
+        let anthropic = definitions(tools.iter().map(|t| &**t), DefinitionFormat::Anthropic, &mut Vec::new()).unwrap();
         assert_eq!(names(&anthropic), ["mine", "files__big", "files__map", "files__read"], "other formats take them all");
     }
 
@@ -143,7 +149,7 @@ mod tests {
     fn a_tool_of_the_applications_own_that_gemini_cannot_take_still_fails_the_definitions() {
         // An origin without a server (a title of the application's own) is not a mount's.
         let tools = registry(&[json!({"name": "big", "parameters": oversized(), "origin": {"title": "Big"}}), json!({"name": "small"})]);
-        let error = definitions(tools.iter().map(|t| &**t), DefinitionFormat::Gemini).unwrap_err();
+        let error = definitions(tools.iter().map(|t| &**t), DefinitionFormat::Gemini, &mut Vec::new()).unwrap_err();
         assert!(error.starts_with("tool \"big\": the parameters schema is too large for Gemini"), "{error}");
     }
 }

@@ -611,8 +611,20 @@ impl Engine {
     }
 
     pub fn definitions(&self, format: DefinitionFormat, policy: &Policy) -> Result<Value, String> {
+        self.definitions_leaving_out(format, policy, &mut Vec::new())
+    }
+
+    /// As the host reads them: `{ definitions, leftOut }`, leftOut naming each mounted tool the format cannot take,
+    /// with why, for the host to warn about.
+    pub fn definitions_to_wire(&self, format: DefinitionFormat, policy: &Policy) -> Result<String, String> {
+        let mut left_out = Vec::new();
+        let definitions = self.definitions_leaving_out(format, policy, &mut left_out)?;
+        Ok(serde_json::json!({ "definitions": definitions, "leftOut": left_out }).to_string())
+    }
+
+    fn definitions_leaving_out(&self, format: DefinitionFormat, policy: &Policy, left_out: &mut Vec<(String, String)>) -> Result<Value, String> {
         let policy = self.under(policy);
-        definitions::definitions(self.registry.iter().filter(|t| policy.visible(t)).map(|t| &**t), format)
+        definitions::definitions(self.registry.iter().filter(|t| policy.visible(t)).map(|t| &**t), format, left_out)
     }
 
     /// A context's policy with the executor's permissions under it.
