@@ -148,7 +148,7 @@ pub fn normalize(call_id: String, name: String, outcome: Outcome) -> ToolResult 
         },
         // The shape station redacts the error whole, then cuts it: nothing here is cut first.
         Outcome::Mismatch(issues) => {
-            let problems = issues.iter().map(|(path, message)| text::problem(path, text::VALUE, message)).collect();
+            let problems = text::Problems::of(issues.iter(), |(path, message)| text::problem(path, text::VALUE, message));
             handler_failure(call_id, name.clone(), text::output_mismatch(&name, problems), false)
         }
         Outcome::Unrepresentable(why) => handler_failure(

@@ -81,19 +81,43 @@ pub fn problem(path: &str, root: &str, what: &str) -> String {
     format!("- {}: {what}", if path.is_empty() { root } else { path })
 }
 
-/// `what (N problems):`, the problems (at most MAX_LISTED), then the advice.
-pub fn worded(what: &str, problems: Vec<String>, advice: &str) -> String {
-    let count = problems.len();
-    let mut listed = problems.into_iter().take(MAX_LISTED).collect::<Vec<_>>().join("\n");
-    if count > MAX_LISTED {
-        listed.push_str(&format!("\n- … and {} more", count - MAX_LISTED));
+/// Problems found, as a message lists them: the first `MAX_LISTED` worded, the rest only counted, up to
+/// `MAX_COUNTED` (a million wrong items are not each worded, nor all counted, to say "and more").
+pub struct Problems {
+    listed: Vec<String>,
+    total: usize,
+    more_than: bool,
+}
+
+/// How many problems past the listed ones are counted before the count says "more than".
+const MAX_COUNTED: usize = 10_000;
+
+impl Problems {
+    /// `items` worded by `word`, only as far as the list goes.
+    pub fn of<T>(items: impl Iterator<Item = T>, word: impl FnMut(T) -> String) -> Problems {
+        let mut items = items.peekable();
+        let listed: Vec<String> = items.by_ref().take(MAX_LISTED).map(word).collect();
+        let rest = items.by_ref().take(MAX_COUNTED).count();
+        let more_than = items.peek().is_some();
+        Problems { total: listed.len() + rest, listed, more_than }
     }
-    let noun = if count == 1 { "problem" } else { "problems" };
-    format!("{what} ({count} {noun}):\n{listed}\n{advice}")
+}
+
+/// `what (N problems):`, the problems (at most MAX_LISTED), then the advice.
+pub fn worded(what: &str, problems: Problems, advice: &str) -> String {
+    let Problems { listed, total, more_than } = problems;
+    let shown = listed.len();
+    let mut text = listed.join("\n");
+    let over = if more_than { "more than " } else { "" };
+    if total > shown {
+        text.push_str(&format!("\n- … and {over}{} more", total - shown));
+    }
+    let noun = if total == 1 { "problem" } else { "problems" };
+    format!("{what} ({over}{total} {noun}):\n{text}\n{advice}")
 }
 
 /// A handler's return value that does not match its tool's `outputSchema`: the tool is at fault, not the call.
-pub fn output_mismatch(name: &str, problems: Vec<String>) -> String {
+pub fn output_mismatch(name: &str, problems: Problems) -> String {
     worded(
         &format!("Tool \"{name}\" returned a value that does not match its outputSchema"),
         problems,
@@ -153,6 +177,23 @@ pub fn list<I: IntoIterator<Item = S>, S: AsRef<str>>(items: I, max: usize) -> S
 
 #[cfg(test)]
 pub(crate) mod tests {
+
+    #[test]
+    fn problems_past_the_list_are_counted_not_worded_and_counted_only_so_far() {
+        let mut worded_count = 0;
+        let few = Problems::of(0..15, |i| {
+            worded_count += 1;
+            format!("- /{i}: wrong")
+        });
+        assert_eq!(worded_count, 12, "only what is listed is worded");
+        assert!(worded("Bad", few, "Fix it.").starts_with("Bad (15 problems):\n- /0: wrong"));
+        let text = worded("Bad", Problems::of(0..1_000_000, |i| format!("- /{i}: wrong")), "Fix it.");
+        assert!(text.starts_with("Bad (more than 10012 problems):"), "{text}");
+        assert!(text.contains("\n- … and more than 10000 more\nFix it."), "{text}");
+        let exact = worded("Bad", Problems::of(0..10_012, |i| format!("- /{i}: wrong")), "Fix it.");
+        assert!(exact.starts_with("Bad (10012 problems):") && exact.contains("and 10000 more"), "{exact}");
+    }
+
     use super::*;
     use std::cell::Cell;
 

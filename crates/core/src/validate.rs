@@ -8,7 +8,7 @@ use jsonschema::ValidationError;
 use serde_json::Value;
 
 use crate::registry::Tool;
-use crate::text::{clip, list, output_mismatch, problem, quote, worded, LISTED_ITEMS, QUOTED_CHARS, VALUE};
+use crate::text::{clip, list, output_mismatch, problem, quote, worded, Problems, LISTED_ITEMS, QUOTED_CHARS, VALUE};
 
 /// `redact`: what the message quotes of the model's own text (keys, the paths they make) is redacted whole before it
 /// is cut, so that no cut leaves part of a secret.
@@ -23,7 +23,7 @@ pub fn validate(tool: &Tool, args: &Value, redact: &dyn Fn(&str) -> String) -> R
 /// What the schema's own validation found (a Standard Schema's refinements): each issue's path, a JSON pointer, and
 /// message, worded as the engine words its own.
 pub fn issues(name: &str, issues: &[(String, String)], redact: &dyn Fn(&str) -> String) -> String {
-    let listed = issues.iter().map(|(path, message)| located(path, ARGUMENTS, &clip(&redact(message), MESSAGE_CHARS), redact)).collect();
+    let listed = Problems::of(issues.iter(), |(path, message)| located(path, ARGUMENTS, &clip(&redact(message), MESSAGE_CHARS), redact));
     worded(&format!("The arguments do not match the parameters of \"{name}\""), listed, ARGUMENTS_ADVICE)
 }
 
@@ -41,8 +41,8 @@ const ARGUMENTS: &str = "(arguments)";
 /// The longest message of a schema library's issue the model reads.
 const MESSAGE_CHARS: usize = 300;
 
-fn problems(validator: &jsonschema::Validator, value: &Value, root: &str, redact: &dyn Fn(&str) -> String) -> Vec<String> {
-    validator.iter_errors(value).map(|e| located(&e.instance_path().to_string(), root, &describe(&e, redact), redact)).collect()
+fn problems(validator: &jsonschema::Validator, value: &Value, root: &str, redact: &dyn Fn(&str) -> String) -> Problems {
+    Problems::of(validator.iter_errors(value), |e| located(&e.instance_path().to_string(), root, &describe(&e, redact), redact))
 }
 
 /// One listed problem. The path is made of the model's keys: redacted whole, then a long one is cut.
