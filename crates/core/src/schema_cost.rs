@@ -72,6 +72,9 @@ struct Node {
     other_items: Vec<usize>,
     /// `contains`, `unevaluatedItems`: any position may meet them.
     any_item: Vec<usize>,
+    /// `unevaluatedProperties` or `unevaluatedItems`: to learn what the subschemas beside it evaluated, the
+    /// validator evaluates them again, so they count twice.
+    unevaluated: bool,
 }
 
 impl Node {
@@ -122,15 +125,18 @@ impl Graph {
             for &node in &order {
                 let here = &self.nodes[node];
                 let forward = here.same.iter().copied().filter(|&s| rank[s] < rank[node]);
+                let times = if here.unevaluated { 2 } else { 1 };
                 let count = if depth == 0 {
                     // An edge that closes a cycle brings the validator back to a subschema it is evaluating on the
                     // same value, which it answers at once: one evaluation.
                     let cycles = here.same.len() - forward.clone().count();
-                    forward.fold(1 + cycles as u64, |count, s| count.saturating_add(current[s]))
+                    forward.fold(1 + cycles as u64, |count, s| count.saturating_add(current[s].saturating_mul(times)))
                 } else {
                     let mut mine = Children::own(here, &previous);
                     for s in forward {
-                        work += mine.add(&children[s]);
+                        for _ in 0..times {
+                            work += mine.add(&children[s]);
+                        }
                     }
                     let count = mine.most();
                     children[node] = mine;
@@ -334,7 +340,10 @@ fn read<'r>(registry: &'r Registry<'_>, root: referencing::Uri<String>, schema: 
                     }
                 }
                 ("additionalProperties", s) => node.other_properties.push(child(&mut reader, s, keyword.into())),
-                ("unevaluatedProperties", s) => node.any_property.push(child(&mut reader, s, keyword.into())),
+                ("unevaluatedProperties", s) => {
+                    node.unevaluated = true;
+                    node.any_property.push(child(&mut reader, s, keyword.into()));
+                }
                 ("propertyNames", s) => node.property_names.push(child(&mut reader, s, keyword.into())),
                 ("prefixItems" | "items", Value::Array(list)) => {
                     for (i, s) in list.iter().enumerate() {
@@ -342,7 +351,10 @@ fn read<'r>(registry: &'r Registry<'_>, root: referencing::Uri<String>, schema: 
                     }
                 }
                 ("items" | "additionalItems", s) => node.other_items.push(child(&mut reader, s, keyword.into())),
-                ("contains" | "unevaluatedItems", s) => node.any_item.push(child(&mut reader, s, keyword.into())),
+                ("contains" | "unevaluatedItems", s) => {
+                    node.unevaluated |= keyword == "unevaluatedItems";
+                    node.any_item.push(child(&mut reader, s, keyword.into()));
+                }
                 _ => {}
             }
         }
@@ -418,6 +430,22 @@ mod tests {
         assert!(check(&doubling).is_err());
         let two_alternatives = json!({"anyOf": [{"properties": {"a": {"$ref": "#"}}}, {"properties": {"a": {"$ref": "#"}}}]});
         assert!(check(&two_alternatives).is_err());
+    }
+
+    #[test]
+    fn unevaluated_keywords_count_the_subschemas_beside_them_twice() {
+        // Each level evaluates the levels inside it again to learn what they evaluated: 2^levels.
+        let nest = |levels: usize, keyword: &str| {
+            let mut schema = json!({"type": "object", "properties": {"a": {"type": "integer"}}});
+            for _ in 0..levels {
+                schema = json!({"type": "object", "allOf": [schema], keyword: false});
+            }
+            schema
+        };
+        assert!(check(&nest(4, "unevaluatedProperties")).is_ok());
+        assert!(check(&nest(16, "unevaluatedProperties")).is_err());
+        assert!(check(&nest(16, "unevaluatedItems")).is_err());
+        assert!(check(&nest(16, "additionalProperties")).is_ok(), "a keyword that looks only at its own properties");
     }
 
     #[test]
