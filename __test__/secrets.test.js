@@ -57,18 +57,25 @@ describe('secrets outside the usual places', () => {
       ctx.progress('x'.repeat(100_000))
       ctx.progress(plain)
       ctx.progress(7)
+      // What its JSON would not show: an Error's message, a getter, toJSON.
+      ctx.progress(new Error(`retrying with ${TOKEN}`))
+      ctx.progress(Object.create({ get message() { return `using ${TOKEN}` } }))
+      ctx.progress({ message: `auth ${TOKEN}`, toJSON: () => ({ stage: 'auth' }) })
       return 'done'
     } }], { onProgress: (event) => heard.executor.push(event.info) })
     assertSuccess((await gate.execute([{ name: 'job' }], { onProgress: (event) => heard.turn.push(event.info) }))[0], 'done')
     for (const seen of [heard.executor, heard.turn]) {
-      assert.equal(seen.length, 5)
+      assert.equal(seen.length, 8)
       assert.ok(!JSON.stringify(seen).includes(TOKEN), JSON.stringify(seen).slice(0, 500))
       assert.equal(seen[0], 'token [REDACTED:github-token] found')
       assert.equal(seen[1].stage, 'auth')
       assert.match(seen[1].header, /REDACTED/)
       assert.ok(JSON.stringify(seen[2]).length <= 2_000, `cut to the cap: ${JSON.stringify(seen[2]).length}`)
-      assert.equal(seen[3], plain, 'a report with nothing to change is passed on as it was given')
+      assert.deepEqual(seen[3], plain, 'a report with nothing to change reads as it was given')
+      assert.notEqual(seen[3], plain, 'as its JSON, not the object')
       assert.equal(seen[4], 7)
+      assert.deepEqual(seen[5], { name: 'Error', message: 'retrying with [REDACTED:github-token]' })
+      assert.deepEqual(seen.slice(6), [{}, { stage: 'auth' }])
     }
   })
 

@@ -124,6 +124,16 @@ function reprOf(value) {
   }
 }
 
+/** An Error as the data it shows (its JSON is `{}`): its name and message; any other value as it is. Never throws. */
+function errorAsData(value) {
+  try {
+    if (value instanceof Error) return { name: String(value.name), message: messageOf(value) ?? '' }
+  } catch {
+    return '(an error that cannot be read)'
+  }
+  return value
+}
+
 /** A value as JSON text for the engine to read; one that cannot be shown as JSON (a cycle, a getter that throws)
  * says so, as `what`. */
 function jsonOf(value, what) {
@@ -160,4 +170,4 @@ function abortReasonText(reason) {
   return text ? `aborted by the caller: ${text}` : 'aborted by the caller'
 }
 
-module.exports = { bigintToString, describeReturn, describeThrown, jsonOf, reprOf, textOf, thrownText, clip, abortReasonText }
+module.exports = { bigintToString, describeReturn, describeThrown, errorAsData, jsonOf, reprOf, textOf, thrownText, clip, abortReasonText }

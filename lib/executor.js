@@ -6,7 +6,7 @@
 const { Engine } = require('./native.js')
 const observe = require('./observe.js')
 const { DEFINITION_FORMATS } = require('./formats.js')
-const { describeReturn, describeThrown, abortReasonText, jsonOf, textOf, reprOf } = require('./describe.js')
+const { describeReturn, describeThrown, abortReasonText, errorAsData, jsonOf, textOf, reprOf } = require('./describe.js')
 const { argumentsOf, internalFailures, programmerError, policyJson, readResults, serializeCalls } = require('./wire.js')
 const { ENGINE_OPTIONS, LISTENER_OPTIONS, OBSERVER_OPTIONS, SPEC_FIELDS, TURN_OPTIONS, finiteNumbers, offAsOptions, pick, takeListeners, takeObservers } = require('./options.js')
 const { callHost, describeProblem, readApproval, judgeValue, callListener, warn } = require('./callbacks.js')
@@ -971,14 +971,14 @@ class ToolExecutor {
     this.#emitTrace(event)
   }
 
-  /** The call's arguments and id as a late-settlement trace shows them, taken while it still has them. */
+  /** The call's arguments (and id) as a late-settlement trace shows them, taken while it still has them. */
   #snapshotForTrace(call) {
     if (this.#listeners.onTrace) this.#guard(() => { [call.argsSnapshot, call.idSnapshot] = this.#snapshots([call.args, call.callId]) })
   }
 
   #traceLate(call, endedBy, outcome, afterMs) {
     this.#emitTrace({
-      type: 'late_settlement', callId: call.idSnapshot, toolName: call.toolName, attempt: call.attempt, endedBy, outcome, afterMs,
+      type: 'late_settlement', callId: this.#shownId(call), toolName: call.toolName, attempt: call.attempt, endedBy, outcome, afterMs,
       args: call.argsSnapshot,
     })
   }
@@ -997,19 +997,27 @@ class ToolExecutor {
     if (!alive) return
     const listeners = [this.#listeners.onProgress, call.turn.onProgress].filter(Boolean)
     if (listeners.length === 0) return
-    const event = { callId: call.callId, toolName: call.toolName, attempt: call.attempt, info: this.#shapedProgress(info) }
+    const event = { callId: this.#shownId(call), toolName: call.toolName, attempt: call.attempt, info: this.#shapedProgress(info) }
     for (const listener of listeners) callListener(listener, event, 'onProgress')
   }
 
-  /** Progress reaches the user or a client's model: secrets redacted and its size capped, as a trace shows
-   * arguments. A report with nothing to change is passed on as it was given. */
+  /** Progress reaches the user or a client's model as its JSON value, secrets redacted and size capped as a trace
+   * shows arguments: never the object itself, whose getters, `toJSON` or Error message could show what its JSON
+   * does not. */
   #shapedProgress(info) {
     if (info === null || (typeof info !== 'object' && typeof info !== 'string')) return info
+    const json = jsonOf(errorAsData(info), 'progress')
     let shaped
-    this.#guard(() => { shaped = this.#engine.shapeProgress(jsonOf(info, 'progress')) })
+    this.#guard(() => { shaped = this.#engine.shapeProgress(json) })
     // An engine that failed to shape it shows nothing of it.
-    if (shaped === null) return info
-    return shaped === undefined ? undefined : JSON.parse(shaped)
+    if (shaped === undefined) return undefined
+    return JSON.parse(shaped ?? json)
+  }
+
+  /** The call's id as an observer may see it (a model may put a secret in it), worked out once per call. */
+  #shownId(call) {
+    if (call.idSnapshot === undefined) this.#guard(() => { call.idSnapshot = this.#snapshots([call.callId])[0] })
+    return call.idSnapshot
   }
 
   #emitTrace(event) {

@@ -120,6 +120,8 @@ impl Invocation {
 pub type Save = Arc<dyn Fn(&str, Vec<u8>) -> Option<String> + Send + Sync>;
 /// Wakes the host to take in what the commands report.
 pub type Wake = Arc<dyn Fn() + Send + Sync>;
+/// Redacts a text as the executor's rules do.
+pub type Redact = Arc<dyn Fn(&str) -> String + Send + Sync>;
 
 /// Jobs an executor keeps at once (running, or ended and not yet forgotten).
 pub const MAX_JOBS: usize = 16;
@@ -432,6 +434,8 @@ pub struct Launch {
     pub timeout_ms: u64,
     pub idle_timeout_ms: Option<u64>,
     pub save: Save,
+    /// Progress lines are redacted before they are cut (a cut could keep part of a secret no rule then finds).
+    pub redact: Redact,
 }
 
 /// One stream's output: the first half of the capture, the last half, and the bytes after the first half in a
@@ -841,7 +845,7 @@ async fn read_some(pipe: &mut Option<impl tokio::io::AsyncRead + Unpin>, buf: &m
 /// Spawns the command, reads it, keeps its limits and stops it; reports to the hub when it is over.
 async fn watch(hub: Arc<Hub>, run: u32, launch: Launch, control: Arc<Control>, wake: Wake) {
     let started = Instant::now();
-    let Launch { tool, invocation, limits, timeout_ms, idle_timeout_ms, save } = launch;
+    let Launch { tool, invocation, limits, timeout_ms, idle_timeout_ms, save, redact } = launch;
     let report = |ended_by, pid| CommandReport {
         ended_by,
         pid,
@@ -888,6 +892,7 @@ async fn watch(hub: Arc<Hub>, run: u32, launch: Launch, control: Arc<Control>, w
     let mut mode = Mode::Foreground { total_at: crate::timer::after(started, Duration::from_millis(timeout_ms)) };
     let mut last_output = started;
     let mut last_progress: Option<Instant> = None;
+    let (mut lines_out, mut lines_err) = (Lines::default(), Lines::default());
     let mut exit: Option<std::process::ExitStatus> = None;
     let mut stopping: Option<Stopping> = None;
     let mut leftovers = false;
@@ -933,7 +938,7 @@ async fn watch(hub: Arc<Hub>, run: u32, launch: Launch, control: Arc<Control>, w
                     lock(&streams).out.push(&buf_out[..n]);
                     last_output = Instant::now();
                     if let Mode::Foreground { .. } = mode {
-                        report_progress(&hub, run, &buf_out[..n], &mut last_progress, &wake);
+                        report_progress(&hub, run, &mut lines_out, &buf_out[..n], &mut last_progress, &wake, &redact);
                     }
                 }
                 _ => out = None,
@@ -943,7 +948,7 @@ async fn watch(hub: Arc<Hub>, run: u32, launch: Launch, control: Arc<Control>, w
                     lock(&streams).err.push(&buf_err[..n]);
                     last_output = Instant::now();
                     if let Mode::Foreground { .. } = mode {
-                        report_progress(&hub, run, &buf_err[..n], &mut last_progress, &wake);
+                        report_progress(&hub, run, &mut lines_err, &buf_err[..n], &mut last_progress, &wake, &redact);
                     }
                 }
                 _ => err = None,
@@ -1085,16 +1090,68 @@ fn snapshot(streams: &Arc<Mutex<Streams>>, mut report: CommandReport, started: I
     Finished { stdout: streams.out.render(None), stderr: streams.err.render(None), report }
 }
 
-/// The latest line of a chunk, at most every `PROGRESS_EVERY`.
-fn report_progress(hub: &Hub, run: u32, chunk: &[u8], last: &mut Option<Instant>, wake: &Wake) {
+/// The latest complete line a stream wrote, redacted, then cut short; at most every `PROGRESS_EVERY`.
+fn report_progress(hub: &Hub, run: u32, lines: &mut Lines, chunk: &[u8], last: &mut Option<Instant>, wake: &Wake, redact: &Redact) {
     let now = Instant::now();
-    if last.is_some_and(|at| now.duration_since(at) < PROGRESS_EVERY) {
-        return;
-    }
-    let text = clean(chunk);
-    let Some(line) = text.lines().map(str::trim).rfind(|l| !l.is_empty()) else { return };
+    let want = !last.is_some_and(|at| now.duration_since(at) < PROGRESS_EVERY);
+    let Some(line) = lines.push(chunk, want) else { return };
     *last = Some(now);
-    hub.progress(run, line.chars().take(PROGRESS_CHARS).collect(), wake);
+    hub.progress(run, redact(line.trim()).chars().take(PROGRESS_CHARS).collect(), wake);
+}
+
+/// What a stream has written since its last line end: the start of a line still being written, so that a line
+/// written in several chunks is reported whole, never a piece of it (which could hold a piece of a secret).
+#[derive(Default)]
+struct Lines {
+    partial: Vec<u8>,
+    /// The line being written grew past `LINE_MAX` and its start was let go: it is not reported.
+    overflowed: bool,
+}
+
+/// The longest line a progress report is read from, in bytes.
+const LINE_MAX: usize = 8 * 1024;
+
+impl Lines {
+    /// Takes in a chunk; with `want`, answers the latest complete line that is not blank.
+    fn push(&mut self, chunk: &[u8], want: bool) -> Option<String> {
+        let is_end = |b: &u8| matches!(b, b'\n' | b'\r');
+        let Some(end) = chunk.iter().rposition(is_end) else {
+            self.keep(chunk);
+            return None;
+        };
+        let complete = &chunk[..end];
+        let latest = want
+            .then(|| {
+                complete.rsplit(is_end).find_map(|segment| {
+                    // The chunk's first segment finishes the line kept from before.
+                    let line = if segment.as_ptr() != complete.as_ptr() {
+                        clean(segment)
+                    } else if self.overflowed {
+                        return None;
+                    } else {
+                        clean(&[self.partial.as_slice(), segment].concat())
+                    };
+                    (!line.trim().is_empty()).then_some(line)
+                })
+            })
+            .flatten();
+        self.partial.clear();
+        self.overflowed = false;
+        self.keep(&chunk[end + 1..]);
+        latest
+    }
+
+    fn keep(&mut self, bytes: &[u8]) {
+        if self.overflowed {
+            return;
+        }
+        if self.partial.len() + bytes.len() > LINE_MAX {
+            self.partial.clear();
+            self.overflowed = true;
+        } else {
+            self.partial.extend_from_slice(bytes);
+        }
+    }
 }
 
 /// Waits for the session to be gone: SIGKILL when the grace ends, then a bounded wait in which SIGKILL reaches
@@ -1155,6 +1212,23 @@ mod tests {
         assert_eq!(clean(b"a\0b\xffc"), "a\u{FFFD}b\u{FFFD}c");
         assert_eq!(cut_end("aé".as_bytes().split_at(2).0), b"a");
         assert_eq!(cut_start(&"é".as_bytes()[1..]), b"");
+    }
+
+    #[test]
+    fn progress_lines_are_whole_lines_however_the_chunks_fall() {
+        let mut lines = Lines::default();
+        assert_eq!(lines.push(b"building", true), None, "a line not ended yet");
+        assert_eq!(lines.push(b" step 1\nstep 2 of", true).as_deref(), Some("building step 1"));
+        assert_eq!(lines.push(b" 3\r\n\r\n", true).as_deref(), Some("step 2 of 3"), "blank lines are passed over");
+        assert_eq!(lines.push(b"a\nb\nc", false), None, "not wanted now: only kept");
+        assert_eq!(lines.push(b"d\n", true).as_deref(), Some("cd"));
+        let mut long = Lines::default();
+        long.push(&vec![b'x'; LINE_MAX + 1], true);
+        assert_eq!(long.push(b"secret-tail\nnext\n", true).as_deref(), Some("next"));
+        assert_eq!(long.push(b"only-the-end-of-an-overlong-one\n", true).as_deref(), Some("only-the-end-of-an-overlong-one"), "a line begun after it is whole");
+        let mut cut = Lines::default();
+        cut.push(&vec![b'y'; LINE_MAX + 1], true);
+        assert_eq!(cut.push(b"its-end\n", true), None, "the end of a line whose start was let go is not reported");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::{Engine, Step};
 use crate::artifacts::Origin;
-use crate::command::{Hub, Invocation, Launch, Save, Wake};
+use crate::command::{Hub, Invocation, Launch, Redact, Save, Wake};
 use crate::normalize::Outcome;
 use crate::registry::Tool;
 use crate::result::CommandOutput;
@@ -40,6 +40,8 @@ impl Engine {
         let Some(limits) = tool.spec.command.clone() else { return Err(format!("tool \"{}\" is not a command tool", tool.spec.name)) };
         let invocation = Invocation::from_json(invocation_json)?;
         let (shaper, owner) = (self.shaper.clone(), turn.owner.clone());
+        let redact_with = self.shaper.clone();
+        let redact: Redact = Arc::new(move |text| redact_with.redact_text(text));
         let untrusted = tool.spec.untrusted.then(|| tool.spec.name.clone());
         // A stream too long for the result is saved redacted, for the context that ran it, as shaping saves outputs.
         let save: Save = Arc::new(move |stem, bytes| {
@@ -54,6 +56,7 @@ impl Engine {
             timeout_ms: tool.timeout_ms,
             idle_timeout_ms: tool.spec.idle_timeout_ms,
             save,
+            redact,
         };
         self.commands.launch(run, launch, wake).map(Some)
     }
