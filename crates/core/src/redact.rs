@@ -19,7 +19,8 @@
 //! Precision: a redactor that eats ordinary data is useless. Prefixed tokens (`ghp_`, `AKIA`, ...)
 //! rely on their exact shape and are dropped when they look like placeholders (`xxxxxx`, `EXAMPLE`,
 //! `your`, ...); their prefix is enough to start one, so a token glued to the word before it (`run_ghp_…`,
-//! `keyAKIA…`) is found too. The generic rules (`secret-assignment`, `bearer-token`, `aws-secret-access-key`)
+//! `keyAKIA…`) is found too, but for prefixes that also end ordinary words (`sk-`, `rk_`, `xox`, `gl…`), which
+//! must not follow a letter or a digit (`desk-admin-…`, `network_test_…`). The generic rules (`secret-assignment`, `bearer-token`, `aws-secret-access-key`)
 //! also reject references (`process.env.X`), plain words, numbers and values of low Shannon entropy.
 //! A rejected candidate never hides a later secret: the search resumes inside it.
 
@@ -101,8 +102,12 @@ impl<'de> Deserialize<'de> for UserPattern {
 enum Check {
     /// User patterns, literals, env values: the user said so.
     Trust,
-    /// A prefixed token: its exact shape, unless a placeholder.
+    /// A prefixed token: its exact shape, unless a placeholder. Its prefix is enough to start one, glued to a word
+    /// before it or not (`run_ghp_…`).
     Token,
+    /// A token whose prefix also ends ordinary words (`sk-` in `desk-`, `rk_` in `network_`): as `Token`, but not
+    /// right after a letter or a digit (after `_` or `-` it is glued all the same: `key_sk-proj-…`).
+    WordToken,
     /// A PEM block with a real body.
     Pem,
     /// The value after a secret-named key: plausible with at least this many bits of entropy per char.
@@ -153,7 +158,7 @@ const BUILTINS: &[Builtin] = &[
     Builtin { name: "anthropic-api-key", check: Check::Token, pattern: r"sk-ant-(?:api|admin)[0-9]{2}-[A-Za-z0-9_-]{32,}" },
     Builtin {
         name: "openai-api-key",
-        check: Check::Token,
+        check: Check::WordToken,
         pattern: r"sk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}|[A-Za-z0-9]{48}(?-u:\b)|[A-Za-z0-9_-]{8,}T3BlbkFJ[A-Za-z0-9_-]{8,})",
     },
     Builtin {
@@ -163,7 +168,7 @@ const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         name: "gitlab-token",
-        check: Check::Token,
+        check: Check::WordToken,
         pattern: r"(?:glpat|glptt|gldt|glrt)-[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)*",
     },
     Builtin {
@@ -171,8 +176,8 @@ const BUILTINS: &[Builtin] = &[
         check: Check::Token,
         pattern: r"https://hooks\.slack\.com/services/(T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{16,})",
     },
-    Builtin { name: "slack-token", check: Check::Token, pattern: r"(?:xoxe\.)?xox[abeprs]-[A-Za-z0-9-]{10,}" },
-    Builtin { name: "stripe-key", check: Check::Token, pattern: r"[rs]k_(?:live|test)_[A-Za-z0-9]{24,}(?-u:\b)" },
+    Builtin { name: "slack-token", check: Check::WordToken, pattern: r"(?:xoxe\.)?xox[abeprs]-[A-Za-z0-9-]{10,}" },
+    Builtin { name: "stripe-key", check: Check::WordToken, pattern: r"[rs]k_(?:live|test)_[A-Za-z0-9]{24,}(?-u:\b)" },
     Builtin {
         name: "google-api-key",
         check: Check::Token,
@@ -351,6 +356,7 @@ impl Matcher {
             && match rule.check {
                 Check::Trust => true,
                 Check::Token => !is_placeholder(value),
+                Check::WordToken => !is_placeholder(value) && !text[..start].chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric()),
                 Check::Pem => is_real_pem(value),
                 Check::Assignment(bits) => {
                     is_secret_key(key_around(text, start)) && plausible(value, bits) && !is_path(value) && !is_prose(value)
@@ -992,6 +998,7 @@ mod tests {
             // Glued to the word before it: the prefix starts the token.
             ("github-token", "run_ghp_u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8d done", "run_[REDACTED:github-token] done"),
             ("aws-access-key-id", "keyAKIAEJVQTIA4D5RGN5S7 rest", "key[REDACTED:aws-access-key-id] rest"),
+            ("openai-api-key", "key_sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7dEf0hIj3kLm6n", "key_[REDACTED:openai-api-key]"),
             (
                 "github-token",
                 r#"curl -H "Authorization: token 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" https://api.github.com/user"#,
@@ -1220,6 +1227,13 @@ mod tests {
             "github_token: ${{ secrets.GITHUB_TOKEN }}; TOKEN=$(cat /run/secrets/token)",
             "pk_live_uzQqmOBZZW6m4nyoL6uniiFw pk_test_152cTe8r0khCEr7n1AyOHFRu",
             "see https://github.com/acme/app/blob/main/README.md and http://localhost:8080/health?x=1",
+            // Words that end in a token's prefix, the rest long enough to be one.
+            "see /help/desk-admin-guide-for-configuring-single-sign-on-with-okta for details",
+            "branch task-admin-migrate-legacy-billing-records-to-new-ledger merged",
+            "ran network_test_HandlesReconnectionGracefully and benchmark_test_ParallelWriteThroughput",
+            "job risk-proj-quarterly-exposure-report-generation-pipeline-v2 done",
+            "id: ask-proj-0123456789abcdefghijklmnopqrstuvwxyzABCD",
+            "axoxb-integration-settings-page-for-the-workspace and ungldt-migration-notes-for-the-team",
             "ssh://git@github.com/acme/app.git and postgres://user:password@localhost/db",
             "The Bearer token scheme (RFC 6750): send Authorization: Bearer <token>",
             "PWD=/home/alice/project OLDPWD=/home/alice",
