@@ -64,8 +64,8 @@ describe('register', () => {
     for (const levels of [20, 40]) {
       assert.throws(() => gate.register({ name: 'chain', parameters: chain(levels), handler: ok }), (err) => {
         assert.equal(err.name, 'TypeError')
-        assert.match(err.message, /tool "chain": parameters cannot be used: checking one value against it could take more than 10000 evaluations/)
-        assert.match(err.message, /the anyOf at #\/\$defs\/l\d+ lead to the same subschemas/)
+        assert.match(err.message, /tool "chain": parameters cannot be used: checking one value against it could take more than 2000 evaluations/)
+        assert.match(err.message, /the anyOf at #\/\$defs\/l\d+ lead to more subschemas than that, or to the same ones many times over/)
         return true
       })
     }
