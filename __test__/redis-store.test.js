@@ -382,14 +382,18 @@ for (const kind of KINDS) {
       assert.deepEqual([refused.admit, refused.phase], ['refused', 'open'])
       assert.ok(refused.waitMs > 0 && refused.waitMs <= 1_000, `waitMs ${refused.waitMs}`)
 
-      const week = String(Date.now() + 7 * 24 * 3600 * 1000)
+      const week = 7 * 24 * 3600 * 1000
+      const inAWeek = String(Date.now() + week)
       const garbage = [
-        ['an opening that ends past openMs', ['HSET', 'phase', 'open', 'until', week, 'gen', '3']],
+        ['an opening that ends past the openMs it was written with', ['HSET', 'phase', 'open', 'until', inAWeek, 'oms', '1000', 'gen', '3']],
+        ['an opening that does not say its openMs', ['HSET', 'phase', 'open', 'until', inAWeek, 'gen', '3']],
+        ['an openMs past a century', ['HSET', 'phase', 'open', 'until', inAWeek, 'oms', String(101 * 365 * 24 * 3600 * 1000)]],
         ['an opening 17 digits long', ['HSET', 'phase', 'open', 'until', '99999999999999999']],
         ['an opening with no end', ['HSET', 'phase', 'open']],
         ['an end that is no number', ['HSET', 'phase', 'open', 'until', 'soon']],
         ['an end in exponent form', ['HSET', 'phase', 'open', 'until', '1e400']],
-        ['more trials out than halfOpenCalls', ['HSET', 'phase', 'half_open', 'gen', '1', 'adm', '999']],
+        ['more trials out than the halfOpenCalls it was written with', ['HSET', 'phase', 'half_open', 'gen', '1', 'adm', '999', 'hoc', '1']],
+        ['a half-open phase that does not say its halfOpenCalls', ['HSET', 'phase', 'half_open', 'gen', '1', 'adm', '0']],
         ['a negative generation', ['HSET', 'phase', 'half_open', 'gen', '-1']],
         ['a phase it does not know', ['HSET', 'phase', 'stuck']],
         ['a window cell that is no count', ['HSET', 's3', '1:0:many']],
@@ -412,6 +416,16 @@ for (const kind of KINDS) {
         assert.equal(left.length, 1, `${what}: one window cell left, ${left}`)
         assert.match(left[0], /^\d+:0:1$/, `${what}: the failure just counted, alone`)
       }
+      // What another process's settings give is no garbage: its week-long opening holds, and so do its trials.
+      const openedElsewhere = fresh('t')
+      await raw(breakerKey(openedElsewhere), 'HSET', breakerKey(openedElsewhere), 'phase', 'open', 'until', inAWeek, 'oms', String(week))
+      const held = await admit(openedElsewhere)
+      assert.deepEqual([held.admit, held.phase], ['refused', 'open'])
+      assert.ok(held.waitMs > week - 60_000, `waitMs ${held.waitMs}`)
+      const trialsElsewhere = fresh('t')
+      await raw(breakerKey(trialsElsewhere), 'HSET', breakerKey(trialsElsewhere), 'phase', 'half_open', 'gen', '1', 'adm', '5', 'hoc', '9')
+      const busy = await admit(trialsElsewhere)
+      assert.deepEqual([busy.admit, busy.phase], ['refused', 'half_open'])
     })
 
     if (kind.cluster) {

@@ -18,21 +18,28 @@ local function whole(text, most)
   if most and n > most then return nil end
   return n
 end
-local function read_breaker(key, now, open_ms, half_open_calls)
+-- A hash holds the settings it was written under: an opening its openMs ('oms'), a half-open phase its halfOpenCalls
+-- ('hoc'). What is garbage is judged by those, so that a process configured otherwise (mid-deploy, say) reads
+-- another's state as it is, and a hash no script wrote (an opening of a week with nothing saying so) reads as absent.
+local LONGEST_OPEN, MOST_TRIALS = 3155760000000, 4294967295
+local function read_breaker(key, now)
   local kind = redis.call('TYPE', key).ok
   if kind == 'hash' then
-    local f = redis.call('HMGET', key, 'phase', 'until', 'gen', 'adm', 'pas', unpack(CELLS))
-    local state = {phase = f[1] or 'closed', until_at = 0, gen = whole(f[3] or '0'), cells = {},
-      adm = whole(f[4] or '0', half_open_calls), pas = whole(f[5] or '0', half_open_calls)}
+    local f = redis.call('HMGET', key, 'phase', 'until', 'gen', 'adm', 'pas', 'oms', 'hoc', unpack(CELLS))
+    local state = {phase = f[1] or 'closed', until_at = 0, gen = whole(f[3] or '0'), cells = {}}
+    local trials = MOST_TRIALS
+    if state.phase == 'half_open' then trials = whole(f[7], MOST_TRIALS) end
+    state.adm, state.pas = whole(f[4] or '0', trials), whole(f[5] or '0', trials)
     local known = state.phase == 'closed' or state.phase == 'open' or state.phase == 'half_open'
-    local valid = known and state.gen and state.adm and state.pas
+    local valid = known and state.gen and trials and state.adm and state.pas
     if state.phase == 'open' then
-      state.until_at = whole(f[2], now + open_ms)
+      local open_ms = whole(f[6], LONGEST_OPEN)
+      state.until_at = open_ms and whole(f[2], now + open_ms)
       valid = valid and state.until_at
     end
     for i = 1, 10 do
-      if f[5 + i] then
-        local n, ok, failed = string.match(f[5 + i], '^(%d+):(%d+):(%d+)$')
+      if f[7 + i] then
+        local n, ok, failed = string.match(f[7 + i], '^(%d+):(%d+):(%d+)$')
         state.cells[i] = {whole(n), whole(ok), whole(failed)}
         valid = valid and state.cells[i][1] and state.cells[i][2] and state.cells[i][3]
       end
@@ -174,7 +181,7 @@ if used and tonumber(state[1]) == tonumber(ARGV[2]) then
 end
 return 0
 `,
-  // KEYS: breaker. ARGV: halfOpenCalls, trialWaitMs, ttlMs, openMs. Lets an attempt through a breaker: 'counted'
+  // KEYS: breaker. ARGV: halfOpenCalls, trialWaitMs, ttlMs. Lets an attempt through a breaker: 'counted'
   // (closed), 'trial' (half-open, while trial places are left) or 'refused' with the wait; an opening whose time is
   // up turns half-open here. Returns {admit, waitMs, phase, generation, from (the phase it left, or false)}. The same
   // rules as the engine's own breaker (crates/core/src/breaker.rs).
@@ -182,14 +189,14 @@ return 0
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local key = KEYS[1]
-local state = read_breaker(key, now, tonumber(ARGV[4]), tonumber(ARGV[1]))
+local state = read_breaker(key, now)
 local phase, until_at, gen, adm = state.phase, state.until_at, state.gen, state.adm
 local from = false
 if phase == 'open' then
   if now < until_at then return {'refused', until_at - now, phase, gen, false} end
   from, phase, gen, adm = 'open', 'half_open', gen + 1, 0
-  redis.call('HDEL', key, unpack(CELLS))
-  redis.call('HSET', key, 'phase', phase, 'gen', string.format('%d', gen), 'adm', 0, 'pas', 0)
+  redis.call('HDEL', key, 'until', 'oms', unpack(CELLS))
+  redis.call('HSET', key, 'phase', phase, 'gen', string.format('%d', gen), 'adm', 0, 'pas', 0, 'hoc', ARGV[1])
   redis.call('PEXPIRE', key, math.min(tonumber(ARGV[3]), 1e13))
 end
 if phase == 'closed' then return {'counted', 0, phase, gen, from} end
@@ -210,16 +217,16 @@ local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local key = KEYS[1]
 local outcome, open_ms = ARGV[3], tonumber(ARGV[7])
-local state = read_breaker(key, now, open_ms, tonumber(ARGV[8]))
+local state = read_breaker(key, now)
 local phase, until_at, gen, adm, pas = state.phase, state.until_at, state.gen, state.adm, state.pas
 local from, calls, failures = false, false, false
 local function enter(to)
   from, phase, gen = phase, to, gen + 1
-  redis.call('HDEL', key, unpack(CELLS))
+  redis.call('HDEL', key, 'until', 'oms', 'hoc', unpack(CELLS))
   redis.call('HSET', key, 'phase', phase, 'gen', string.format('%d', gen), 'adm', 0, 'pas', 0)
   if to == 'open' then
     until_at = now + open_ms
-    redis.call('HSET', key, 'until', string.format('%d', until_at))
+    redis.call('HSET', key, 'until', string.format('%d', until_at), 'oms', string.format('%d', open_ms))
   end
 end
 if ARGV[1] == 'counted' then

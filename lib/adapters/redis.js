@@ -197,7 +197,7 @@ function redisStore(options) {
       return {}
     },
     async breakerAdmit(op) {
-      const [admit, waitMs, phase, generation, from] = await evalScript(SCRIPTS.breakerAdmit, [breakerKey(op.key)], [op.halfOpenCalls, op.trialWaitMs, op.ttlMs, op.openMs])
+      const [admit, waitMs, phase, generation, from] = await evalScript(SCRIPTS.breakerAdmit, [breakerKey(op.key)], [op.halfOpenCalls, op.trialWaitMs, op.ttlMs])
       return { admit, waitMs, phase, generation, from: some(from) }
     },
     async breakerRecord(op) {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::breaker::{Admission, BreakerConfig, Phase};
+use crate::breaker::{Admission, Phase};
 use crate::result::{ErrorKind, ToolResult};
 use crate::store::Bucket;
 use crate::timer::seconds;
@@ -75,8 +75,7 @@ pub enum Op {
     /// Gives back a spending of a call that never ran, in the window it was made in.
     Unspend { key: String, amount: f64, window: u64 },
     /// Lets an attempt through a breaker the process does not know to be closed: counted, a trial, or refused.
-    /// `open_ms` bounds what an opening found in the store may have left: a longer one is garbage.
-    BreakerAdmit { key: String, half_open_calls: u32, trial_wait_ms: u64, ttl_ms: u64, open_ms: u64 },
+    BreakerAdmit { key: String, half_open_calls: u32, trial_wait_ms: u64, ttl_ms: u64 },
     /// How an admitted attempt ended (`admission`: `counted` or `trial`, of `generation`).
     BreakerRecord {
         key: String,
@@ -313,33 +312,35 @@ pub struct BreakerSaid {
 }
 
 impl BreakerSaid {
-    /// Err: the store failed. A reply no breaker of `config` could give (a phase or admission it does not know, an
-    /// opening longer than openMs, a trial's wait longer than `trial_wait`) is garbage found in the store: it reads
-    /// as a closed breaker, since garbage must never keep a tool from running (nor be kept as this process's view).
-    pub fn of(reply: &Reply, config: &BreakerConfig, trial_wait: Duration) -> Result<BreakerSaid, String> {
+    /// Err: the store failed. A reply no breaker could give (a phase or admission it does not know, a wait past a
+    /// century) is garbage found in the store: it reads as a closed breaker, since garbage must never keep a tool
+    /// from running (nor be kept as this process's view). What no setting could give, not what this process's
+    /// would: another process of the fleet may be configured otherwise.
+    pub fn of(reply: &Reply) -> Result<BreakerSaid, String> {
         if let Some(e) = &reply.error {
             return Err(e.clone());
         }
         let closed = BreakerSaid { phase: Phase::Closed, open_for: Duration::ZERO, from: None, calls: None, failures: None, admission: Admission::Counted(None) };
-        Ok(Self::read(reply, config, trial_wait).unwrap_or(closed))
+        Ok(Self::read(reply).unwrap_or(closed))
     }
 
-    fn read(reply: &Reply, config: &BreakerConfig, trial_wait: Duration) -> Option<BreakerSaid> {
+    fn read(reply: &Reply) -> Option<BreakerSaid> {
+        const LONGEST_WAIT_MS: f64 = 3_155_760_000_000.0;
         let phase = Phase::parse(reply.phase.as_deref()?)?;
         let from = match reply.from.as_deref() {
             Some(from) => Some(Phase::parse(from).filter(|from| *from != phase)?),
             None => None,
         };
-        let wait = |longest: Duration| {
+        let wait = || {
             let ms = reply.wait_ms.unwrap_or(0.0);
-            (0.0..=longest.as_millis() as f64).contains(&ms).then(|| seconds(ms / 1000.0))
+            (0.0..=LONGEST_WAIT_MS).contains(&ms).then(|| seconds(ms / 1000.0))
         };
-        let open_for = if phase == Phase::Open { wait(Duration::from_millis(config.open_ms))? } else { Duration::ZERO };
+        let open_for = if phase == Phase::Open { wait()? } else { Duration::ZERO };
         let admission = match (reply.admit.as_deref(), phase) {
             (None, _) | (Some("counted"), Phase::Closed) => Admission::Counted(None),
             (Some("trial"), Phase::HalfOpen) => Admission::Trial(reply.generation?),
             (Some("refused"), Phase::Open) => Admission::Refused(open_for),
-            (Some("refused"), Phase::HalfOpen) => Admission::Refused(wait(trial_wait)?),
+            (Some("refused"), Phase::HalfOpen) => Admission::Refused(wait()?),
             _ => return None,
         };
         Some(BreakerSaid { phase, open_for, from, calls: reply.calls, failures: reply.failures, admission })

@@ -315,14 +315,14 @@ fn a_shared_breaker_costs_no_round_trip_while_closed_and_asks_the_store_once_it_
 }
 
 #[test]
-fn a_shared_breaker_reply_no_breaker_of_its_config_could_give_never_keeps_the_tool_from_running() {
+fn a_shared_breaker_reply_no_breaker_could_give_never_keeps_the_tool_from_running() {
     let mut h = shared_host(json!({}));
     let breaker = json!({"minCalls": 2, "openMs": 1_000, "halfOpenCalls": 1});
     h.tool(json!({"name": "api", "readOnly": true, "timeoutMs": 5_000, "retry": {"maxRetries": 0}, "breaker": breaker}), text("ok"));
     let turn = h.begin(calls("api", 1), Policy::default());
     assert!(h.results(turn)[0].success);
-    // Garbage in the store: an opening of a week, for a breaker that opens for a second.
-    answer(&mut h, json!([{"phase": "open", "from": "closed", "waitMs": 604_800_000, "calls": 2, "failures": 2}]));
+    // Garbage in the store: an opening past a century, which no setting gives.
+    answer(&mut h, json!([{"phase": "open", "from": "closed", "waitMs": 1e15, "calls": 2, "failures": 2}]));
     assert_eq!(h.engine.counters(h.now)["tools"]["api"]["breaker"], "closed", "not kept as this process's view");
     assert_eq!(h.engine.counters(h.now)["tools"]["api"]["breakerOpened"], 0);
     let turn = h.begin(calls("api", 1), Policy::default());
@@ -331,22 +331,26 @@ fn a_shared_breaker_reply_no_breaker_of_its_config_could_give_never_keeps_the_to
     assert!(matches!(&ops[0], Op::BreakerRecord { admission: "counted", .. }));
     assert_eq!(h.engine.counters(h.now)["tools"]["api"]["breaker"], "open", "a real opening is kept");
     h.advance_clock(1_000);
-    // Asked before each call now: answers no breaker of this config gives let the call through, counted.
+    // Asked before each call now: answers no breaker gives let the call through, counted.
     for garbage in [
         json!({"admit": "refused", "phase": "open", "waitMs": 1e15, "generation": 1}),
-        json!({"admit": "refused", "phase": "half_open", "waitMs": 60_000, "generation": 1}),
+        json!({"admit": "refused", "phase": "half_open", "waitMs": -5, "generation": 1}),
         json!({"admit": "trial", "phase": "closed", "generation": 1}),
         json!({"admit": "refused", "phase": "stuck", "waitMs": 10}),
         json!({"admit": "maybe", "phase": "half_open", "generation": 1}),
     ] {
         let turn = h.begin(calls("api", 1), Policy::default());
         let ops = answer(&mut h, json!([garbage.clone()]));
-        assert!(matches!(&ops[0], Op::BreakerAdmit { open_ms: 1_000, .. }), "{ops:?}");
+        assert!(matches!(&ops[0], Op::BreakerAdmit { half_open_calls: 1, .. }), "{ops:?}");
         assert!(h.results(turn)[0].success, "{garbage}");
         // Half-open for the next one (another process's trial is out): it asks again.
         let ops = answer(&mut h, json!([{"phase": "half_open"}]));
         assert!(matches!(&ops[0], Op::BreakerRecord { admission: "counted", outcome: "success", .. }), "{garbage}: {ops:?}");
     }
+    // Another process's settings are its own: its week-long opening is an opening here too.
+    let turn = h.begin(calls("api", 1), Policy::default());
+    answer(&mut h, json!([{"admit": "refused", "phase": "open", "waitMs": 604_800_000.0, "generation": 2}]));
+    assert_eq!(h.results(turn)[0].error_kind, Some(ErrorKind::Unavailable));
 }
 
 #[test]

@@ -183,8 +183,8 @@ impl Engine {
             ops.push(Op::Spend { key: key.clone(), amount: *amount, limit: *limit, ttl_ms: store_ms(ttl_ms), window_ms });
         }
         if let (Some(key), Some(config)) = (&plan.breaker, &tool.breaker) {
-            let (half_open_calls, open_ms, ttl_ms) = (config.half_open_calls, config.open_ms, breaker_ttl_ms(config));
-            ops.push(Op::BreakerAdmit { key: key.clone(), half_open_calls, trial_wait_ms: tool.timeout_ms, ttl_ms, open_ms });
+            let (half_open_calls, ttl_ms) = (config.half_open_calls, breaker_ttl_ms(config));
+            ops.push(Op::BreakerAdmit { key: key.clone(), half_open_calls, trial_wait_ms: tool.timeout_ms, ttl_ms });
         }
         for (key, bucket, max_wait, _) in plan.takes.iter().flatten() {
             let max_wait_ms = max_wait.as_secs_f64() * 1000.0;
@@ -322,8 +322,7 @@ impl Engine {
     /// What the store said of a breaker becomes this process's view of it, and a change of phase is reported. Err:
     /// the store failed, and the view stays as it was.
     fn breaker_said(&mut self, tool: &Tool, reply: &Reply, now: Instant, step: &mut Step) -> Result<BreakerSaid, String> {
-        let config = tool.breaker.expect("a tool asking its shared breaker has one");
-        let said = BreakerSaid::of(reply, &config, Duration::from_millis(tool.timeout_ms))?;
+        let said = BreakerSaid::of(reply)?;
         let name = tool.spec.name.as_str();
         let until = if said.phase == Phase::Open { after(now, said.open_for) } else { now };
         match self.breaker_views.get_mut(name) {
