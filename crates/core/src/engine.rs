@@ -716,7 +716,7 @@ impl Engine {
                     repeat.annotate(&mut result, tool.dedup.mode);
                 }
                 sealing.seal(&mut result, slot, 0.0);
-                tracing::debug!(turn = turn_id, call = %slot.id, tool = %result.name, outcome = result.error_kind.map_or("ok", ErrorKind::as_str), "call answered without running");
+                tracing::debug!(turn = turn_id, call = %self.shaper.redact_text(&slot.id), tool = %result.name, outcome = result.error_kind.map_or("ok", ErrorKind::as_str), "call answered without running");
                 tally(&mut self.metrics, &mut self.unknown_tool_metrics, &result, slot.tool.is_some());
                 slot.result = Some(result);
             }
@@ -905,7 +905,7 @@ impl Engine {
         let at = after(now, Duration::from_millis(limit));
         self.deadlines.arm(at, Alarm::Host(ticket));
         self.tickets.insert(ticket, (turn_id, index, kind, at));
-        tracing::debug!(turn = turn_id, call = %slot.id, ticket, kind = ?kind, "waiting on the host");
+        tracing::debug!(turn = turn_id, call = %self.shaper.redact_text(&slot.id), ticket, kind = ?kind, "waiting on the host");
         slot.pending = Some(ticket);
         let (rule, reason) = rule.map_or((None, None), |(by, reason)| (Some(by), reason));
         self.outbox.push(HostRequest { ticket, kind, turn: turn_id, call_id: slot.id.clone(), name: tool.spec.name.clone(), args: args.clone(), rule, reason, index });
@@ -1920,7 +1920,7 @@ impl Engine {
         let why = stops_turn.then(|| stopped_after(&self.shaper, &slot.id, &result.name));
         tracing::debug!(
             turn = turn_id,
-            call = %slot.id,
+            call = %self.shaper.redact_text(&slot.id),
             tool = %result.name,
             outcome = result.error_kind.map_or("ok", ErrorKind::as_str),
             attempts = result.attempts,
@@ -2162,7 +2162,7 @@ impl Shaping {
     }
 
     fn read_and_shape(self, read: impl FnOnce() -> Result<Outcome, String>) -> Shaped {
-        let _span = tracing::debug_span!("toolgate.shape", turn = self.turn, call = %self.call_id).entered();
+        let _span = tracing::debug_span!("toolgate.shape", turn = self.turn, call = %self.shaper.redact_text(&self.call_id)).entered();
         let (turn, index, call_id, tool) = (self.turn, self.index, self.call_id.clone(), self.tool.clone());
         let shaped = contained(|| read().map(|outcome| self.shape(outcome))).and_then(|read| read);
         shaped.unwrap_or_else(|bug| {

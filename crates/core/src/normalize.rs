@@ -188,7 +188,7 @@ pub fn normalize(call_id: String, name: String, outcome: Outcome) -> ToolResult 
 fn from_command(call_id: String, name: String, output: CommandOutput) -> ToolResult {
     let CommandOutput { stdout, stderr, report, fail_on_exit_code, timeout_retryable } = output;
     let stopped = match (report.stopped_with, report.still_running) {
-        (_, true) => " Something it started is still running (it left the command's session, or ignored SIGKILL).".to_string(),
+        (_, true) => " Something it started is still running: it left the command's session, kept moving to new process groups faster than they could be stopped, or ignored SIGKILL.".to_string(),
         (Some(signal), false) => format!(" It was stopped with {signal}; no process of it is still running."),
         (None, false) => String::new(),
     };
