@@ -87,8 +87,11 @@ export declare class Engine {
   /** Forgets cached results of `tool`, or only those for the arguments in `args_json`; returns how many. */
   invalidate(tool: string, argsJson?: string | undefined | null): number
   clearCache(): void
-  /** Takes in what was shaped on other threads, then everything whose deadline has passed. */
-  expire(): string
+  /**
+   * Takes in what was shaped on other threads, then everything whose deadline has passed. `timer`: the host's
+   * own timer (set by a step's `wake`) fired.
+   */
+  expire(timer?: boolean | undefined | null): string
   /** `unstarted`: runs handed out whose handlers JS had not started when the turn's signal fired. */
   cancel(turn: number, reason: string, unstarted: Array<number>): string
   /** The turn's results: a JSON array, then the outputs of its plain successes (see `results_to_wire`). */

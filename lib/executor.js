@@ -521,8 +521,8 @@ class ToolExecutor {
   /** What the engine's wake-up runs: its deadlines and off-thread work taken in. The executor stays reachable from
    * `live` while its engine holds Node's event loop open (an open turn, an armed deadline, a value being shaped),
    * so that no wake-up finds nobody. */
-  #wakeDriver = () => {
-    this.#drive(() => this.#engine.expire())
+  #wakeDriver = (timer) => {
+    this.#drive(() => this.#engine.expire(timer === true))
     this.#releaseIfIdle()
   }
 
@@ -533,7 +533,7 @@ class ToolExecutor {
     clearTimeout(this.#wakeTimer)
     if (this.#closed) return
     const executor = new WeakRef(this)
-    this.#wakeTimer = setTimeout(() => executor.deref()?.#wakeDriver(), ms)
+    this.#wakeTimer = setTimeout(() => executor.deref()?.#wakeDriver(true), ms)
     this.#wakeTimer.unref()
   }
 

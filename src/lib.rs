@@ -108,7 +108,7 @@ impl Engine {
         }
         clock.wall = clock.wall.checked_add(by).unwrap_or(clock.wall);
         self.inner.set_clock(clock.wall);
-        self.expire(env)
+        self.expire(env, None)
     }
 
     #[napi(getter, catch_unwind)]
@@ -359,9 +359,13 @@ impl Engine {
         self.inner.clear_cache();
     }
 
-    /// Takes in what was shaped on other threads, then everything whose deadline has passed.
+    /// Takes in what was shaped on other threads, then everything whose deadline has passed. `timer`: the host's
+    /// own timer (set by a step's `wake`) fired.
     #[napi(catch_unwind)]
-    pub fn expire(&mut self, env: Env) -> Result<String> {
+    pub fn expire(&mut self, env: Env, timer: Option<bool>) -> Result<String> {
+        if timer == Some(true) {
+            self.inner.host_timer_fired();
+        }
         let now = self.now();
         let shaped = std::mem::take(&mut *lock(&self.shaped));
         self.shaping -= shaped.len();

@@ -1603,6 +1603,13 @@ impl Engine {
         Some(wait.as_micros().div_ceil(1000) as f64)
     }
 
+    /// The host's own timer fired: whatever it found due, it is gone, and the next deadline is told anew. It may
+    /// fire a little before the deadline it was set for (Node's timers run on a loop clock read a moment before
+    /// they are set), which `expire` alone would take for a wake-up before the timer.
+    pub fn host_timer_fired(&mut self) {
+        self.host_timer = None;
+    }
+
     /// Everything whose deadline has passed: runs time out, backoffs end in a new attempt, turns reach their end.
     pub fn expire(&mut self, now: Instant) -> Step {
         // Once the host's timer has fired the next deadline is told anew; one still to fire stands.

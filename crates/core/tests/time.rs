@@ -302,6 +302,19 @@ fn the_hosts_timer_is_told_of_a_sooner_deadline_once_and_anew_after_each_expiry(
 }
 
 #[test]
+fn a_host_timer_that_fires_before_its_deadline_is_told_the_deadline_again() {
+    let mut h = Host::new(json!({}));
+    h.tool(json!({"name": "hang", "timeoutMs": 30, "retry": {"maxRetries": 0}}), Behaviour::Hang);
+    h.begin(json!([{"name": "hang"}]), Policy::default());
+    assert_eq!(h.engine.host_timer(h.now), Some(30.0));
+    // Node's timer ran on a loop clock read a moment before it was set: it fires at 29.6 ms.
+    h.now += std::time::Duration::from_micros(29_600);
+    h.engine.host_timer_fired();
+    assert!(h.engine.expire(h.now).done.is_empty());
+    assert_eq!(h.engine.host_timer(h.now), Some(1.0), "a timer for what is left of the deadline");
+}
+
+#[test]
 fn a_deadline_further_than_a_host_timer_holds_is_told_in_parts() {
     let mut h = Host::new(json!({"maxTimeoutMs": 40 * 86_400_000u64}));
     h.tool(json!({"name": "long", "timeoutMs": 30 * 86_400_000u64, "retry": {"maxRetries": 0}}), Behaviour::Hang);
