@@ -69,7 +69,7 @@ pub struct Origin<'a> {
 const OWNER_FIELDS: [&str; 3] = ["tenantId", "userId", "sessionId"];
 
 /// Who a context is, as far as artifacts go: its tenant, user and session, those it sets; None when it sets none.
-pub fn owner(fields: &crate::options::Fields) -> Option<String> {
+pub fn owner(fields: &crate::fields::Fields) -> Option<String> {
     let parts: Vec<String> = OWNER_FIELDS.iter().filter_map(|f| fields.get(*f).map(|v| format!("{f}={v:?}"))).collect();
     (!parts.is_empty()).then(|| parts.join(" "))
 }
@@ -462,7 +462,7 @@ mod tests {
     #[test]
     fn an_artifact_is_read_back_only_by_the_contexts_that_were_handed_it() {
         let (a, dir) = folder(1 << 20);
-        let fields = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<crate::options::Fields>();
+        let fields = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<crate::fields::Fields>();
         let (tenant_a, tenant_b) = (owner(&fields(&[("tenantId", "a")])), owner(&fields(&[("tenantId", "b"), ("userId", "u")])));
         assert_eq!(owner(&fields(&[("traceId", "x")])), None, "only tenant, user and session scope an artifact");
         let path = a.save("t", "txt", b"tenant a's", Origin { owner: tenant_a.as_deref(), untrusted: None }).unwrap();
@@ -483,7 +483,7 @@ mod tests {
     #[test]
     fn a_context_that_sets_nothing_handed_a_scoped_artifact_opens_it_to_itself_only() {
         let (a, dir) = folder(1 << 20);
-        let fields = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<crate::options::Fields>();
+        let fields = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<crate::fields::Fields>();
         let (tenant_a, tenant_c) = (owner(&fields(&[("tenantId", "a")])), owner(&fields(&[("tenantId", "c")])));
         let path = a.save("t", "txt", b"tenant a's", Origin { owner: tenant_a.as_deref(), untrusted: None }).unwrap();
         let path = path.to_str().unwrap();

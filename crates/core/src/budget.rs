@@ -9,11 +9,82 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::options::{BudgetOptions, Fields};
+use crate::fields::Fields;
+#[cfg(test)]
+use crate::timer::window_of;
 use crate::result::{BudgetNote, ErrorKind, ToolResult};
 use crate::text::{clip, QUOTED_CHARS};
+
+/// A budget, on the executor, a tool or the context: calls per turn, calls and cost per holder (the values of the
+/// context fields `by` names; the session by default), calls per time window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BudgetOptions {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_calls_per_turn: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_calls: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_calls_per_window: Option<WindowBudget>,
+    /// The most the holder's calls may cost together (each tool declares what a call costs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<f64>,
+    /// The context fields whose values name whose budget it is (a name or a list of names); `sessionId` when not
+    /// said.
+    #[serde(default = "session_only", deserialize_with = "one_or_many")]
+    pub by: Vec<String>,
+}
+
+fn session_only() -> Vec<String> {
+    vec!["sessionId".to_string()]
+}
+
+fn one_or_many<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(deserializer)? {
+        OneOrMany::One(field) => vec![field],
+        OneOrMany::Many(fields) => fields,
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WindowBudget {
+    pub calls: u64,
+    pub window_ms: u64,
+}
+
+impl BudgetOptions {
+    /// `what`: where it was declared, for the message.
+    pub fn check(&self, what: &str) -> Result<(), String> {
+        let nothing = self.max_calls_per_turn.is_none() && self.max_calls.is_none() && self.max_calls_per_window.is_none() && self.max_cost.is_none();
+        if nothing {
+            return Err(format!("{what}budget needs at least one of maxCallsPerTurn, maxCalls, maxCallsPerWindow: {{ calls, windowMs }} or maxCost"));
+        }
+        let counts = [("maxCallsPerTurn", self.max_calls_per_turn), ("maxCalls", self.max_calls)];
+        let window = self.max_calls_per_window.map_or([None, None], |w| [Some(w.calls), Some(w.window_ms)]);
+        for (name, value) in counts.into_iter().chain([("maxCallsPerWindow.calls", window[0]), ("maxCallsPerWindow.windowMs", window[1])]) {
+            if value == Some(0) {
+                return Err(format!("{what}budget.{name} must be a positive number"));
+            }
+        }
+        if self.max_cost.is_some_and(|c| !(c >= 0.0 && c.is_finite())) {
+            return Err(format!("{what}budget.maxCost must be a finite number of at least 0"));
+        }
+        if self.by.is_empty() || self.by.iter().any(String::is_empty) {
+            return Err(format!("{what}budget.by must name one or more context fields, such as 'sessionId' or ['tenantId', 'userId']"));
+        }
+        Ok(())
+    }
+}
 
 /// Keys are made of names and context values joined by a character neither holds.
 pub const SEP: char = '\u{1}';
@@ -183,13 +254,6 @@ pub fn passes(used: f64, amount: f64, limit: f64) -> bool {
     used + amount > limit + 1e-9
 }
 
-/// The window a time falls in, and how long until the next one starts.
-pub fn window_of(now_ms: u64, window: Duration) -> (u64, Duration) {
-    let width = (window.as_millis() as u64).max(1);
-    let number = now_ms / width;
-    (number, Duration::from_millis((number + 1) * width - now_ms))
-}
-
 /// A call not run because it would add `amount` to `line`, of which `used` was used, in the budget of `by` (see
 /// `holder`); `resets_in` for a window.
 pub fn exceeded(call_id: String, tool: &str, line: &Limit, amount: f64, used: f64, resets_in: Option<Duration>, by: Vec<(String, String)>) -> ToolResult {
@@ -253,7 +317,6 @@ fn holder_text(by: &[(String, String)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::WindowBudget;
 
     fn budget(json: serde_json::Value) -> BudgetOptions {
         serde_json::from_value(json).unwrap()

@@ -2,12 +2,27 @@
 //! arguments (key order and number spelling do not matter), optionally scoped by a context field.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use crate::keys::{self, canonical, SEP};
 use crate::result::{Image, Redactions, Rollback, ToolResult};
 
-/// Separates the parts of a key; never appears in a tool name and is escaped in JSON text.
-pub const SEP: char = '\u{1}';
+/// The result cache of idempotent tools: bounded by entries and bytes, least recently used out first.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct CacheOptions {
+    pub max_entries: usize,
+    pub max_bytes: usize,
+    /// How long a result stays fresh when its tool says nothing.
+    pub ttl_ms: u64,
+}
+
+impl Default for CacheOptions {
+    fn default() -> Self {
+        CacheOptions { max_entries: 1_000, max_bytes: 32 * 1024 * 1024, ttl_ms: 60_000 }
+    }
+}
+
 
 /// The part of a successful result worth keeping: what the model read and what the program gets with it. Kept as
 /// text (a store may be shared between processes): the rest of the fields as one JSON line, then the output as it
@@ -77,51 +92,9 @@ impl Kept {
     }
 }
 
-/// JSON with sorted keys and numbers in one spelling: `{"b":1.0,"a":1e2}` and `{"a":100,"b":1}` are the same.
-pub fn canonical(value: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(value, &mut out);
-    out
-}
-
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&serde_json::to_string(k).expect("a string serializes"));
-                out.push(':');
-                write_canonical(&map[k], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        Value::Number(n) => match n.as_f64() {
-            Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => out.push_str(&format!("{}", f as i64)),
-            Some(f) => out.push_str(&format!("{f:?}")),
-            None => out.push_str(&n.to_string()),
-        },
-        other => out.push_str(&other.to_string()),
-    }
-}
-
 /// `tool SEP canonical-args SEP scope`: the prefix up to the args is what `invalidate(tool, args)` removes.
 pub fn key(tool: &str, args: &Value, scope: Option<&str>) -> String {
-    format!("{tool}{SEP}{}{SEP}{}", canonical(args), scope.unwrap_or(""))
+    keys::of_call(tool, args, scope)
 }
 
 pub fn tool_prefix(tool: &str) -> String {
@@ -132,15 +105,6 @@ pub fn args_prefix(tool: &str, args: &Value) -> String {
     format!("{tool}{SEP}{}{SEP}", canonical(args))
 }
 
-/// Only the named arguments (all when `names` is empty), for keys that ignore the rest.
-pub fn select(args: &Value, names: &[String]) -> Value {
-    match args {
-        Value::Object(map) if !names.is_empty() => {
-            Value::Object(names.iter().filter_map(|n| map.get(n).map(|v| (n.clone(), v.clone()))).collect::<Map<_, _>>())
-        }
-        other => other.clone(),
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -179,10 +143,4 @@ mod tests {
         assert!(Kept::revive("not kept", "c3".into(), "read".into()).is_none());
     }
 
-    #[test]
-    fn select_keeps_only_the_named_arguments() {
-        let args = json!({"query": "x", "page": 2});
-        assert_eq!(select(&args, &["query".into()]), json!({"query": "x"}));
-        assert_eq!(select(&args, &[]), args);
-    }
 }

@@ -4,8 +4,26 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::cache;
+use crate::keys;
 use crate::result::{ErrorKind, ToolResult};
+
+/// What a session remembers of the queries it ran.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct DedupOptions {
+    /// The policy of tools that declare none: `off`, `note`, `refuse` or `reuse`.
+    pub policy: String,
+    /// A session is forgotten after this long without a call.
+    pub session_ttl_ms: u64,
+    pub max_sessions: usize,
+    pub max_queries_per_session: usize,
+}
+
+impl Default for DedupOptions {
+    fn default() -> Self {
+        DedupOptions { policy: "note".into(), session_ttl_ms: 3_600_000, max_sessions: 10_000, max_queries_per_session: 1_000 }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -55,7 +73,7 @@ impl Dedup {
     }
 
     pub fn query_key(&self, tool: &str, args: &Value) -> String {
-        cache::key(tool, &cache::select(args, &self.keys), None)
+        keys::of_call(tool, &keys::select(args, &self.keys), None)
     }
 }
 

@@ -22,7 +22,8 @@ use crate::cache::{self, Kept};
 use crate::calls::{read_calls, IncomingCall};
 use crate::dedup::{self, Mode};
 use crate::normalize::{self, normalize, Outcome};
-use crate::options::{EngineOptions, Fields, ToolSpec, TurnOptions};
+use crate::fields::Fields;
+use crate::options::{EngineOptions, ToolSpec, TurnOptions};
 use crate::permission::{self, Decision, Permissions, Policy};
 use crate::ratelimit::{self, RateLimit};
 use crate::definitions::{self, DefinitionFormat};
@@ -38,7 +39,7 @@ use crate::timer::{after, Deadlines};
 use crate::judge;
 use crate::metrics::CallMetrics;
 use crate::panic::{self, contained};
-use crate::{checks, fence, invoke, json, lookup, parse, retry, shape, validate};
+use crate::{checks, fence, invoke, json, keys, lookup, parse, retry, shape, validate};
 
 mod commands;
 mod guards;
@@ -624,7 +625,7 @@ impl Engine {
 
     fn definitions_leaving_out(&self, format: DefinitionFormat, policy: &Policy, left_out: &mut Vec<(String, String)>) -> Result<Value, String> {
         let policy = self.under(policy);
-        definitions::definitions(self.registry.iter().filter(|t| policy.visible(t)).map(|t| &**t), format, left_out)
+        definitions::definitions(self.registry.iter().filter(|t| policy.visible(*t)).map(|t| &**t), format, left_out)
     }
 
     /// A context's policy with the executor's permissions under it.
@@ -762,12 +763,14 @@ impl Engine {
             return (slot, None);
         }
         let repair = &self.options.repair;
-        let tool = match lookup::lookup(&self.registry, policy, &call.name, redact) {
+        let (visible, conceals) = (|t: &Tool| policy.visible(t), |t: &Tool| policy.conceals(t));
+        let sight = lookup::Sight { visible: &visible, conceals: &conceals };
+        let tool = match lookup::lookup(&self.registry, &sight, &call.name, redact) {
             Ok(tool) => {
                 slot.marks.push(mark("lookup", "found"));
                 tool
             }
-            Err(error) => match repair.tool_names.then(|| lookup::correct(&self.registry, policy, &call.name)).flatten() {
+            Err(error) => match repair.tool_names.then(|| lookup::correct(&self.registry, &sight, &call.name)).flatten() {
                 Some(tool) => {
                     slot.marks.push(mark("lookup", "corrected"));
                     slot.repairs.push(Repair::named_tool(&call.name, &tool.spec.name));
@@ -818,7 +821,7 @@ impl Engine {
                 args = fixed;
             } else {
                 // A repair that still fails: the original error stands (the parser's, for mended text).
-                match (parsed.parser_error, validate::validate(&tool, &args, &redact)) {
+                match (parsed.parser_error, validate::validate(&*tool, &args, &redact)) {
                     (Some(error), _) => refuse(&mut slot, "parse", &name, ErrorKind::InvalidArguments, format!("Tool \"{name}\": {error}")),
                     (None, Err(error)) => refuse(&mut slot, "validate", &name, ErrorKind::InvalidArguments, error),
                     // The validator's two answers disagree: still refused, not run.
@@ -1175,7 +1178,7 @@ impl Engine {
             .filter_map(|(limit, whole)| {
                 let limit = limit?;
                 let split = limit.key.as_ref().map_or("", |field| turn.policy.fields.get(field).map_or("", String::as_str));
-                let key = if whole { format!("*{}{split}", cache::SEP) } else { format!("{}{}{split}", tool.spec.name, cache::SEP) };
+                let key = if whole { format!("*{}{split}", keys::SEP) } else { format!("{}{}{split}", tool.spec.name, keys::SEP) };
                 let max_wait = latest.map_or(limit.max_wait, |end| limit.max_wait.min(end.saturating_duration_since(now)));
                 Some((key, limit.bucket, max_wait, whole))
             })
@@ -2216,7 +2219,7 @@ impl Shaping {
             None => None,
         };
         if let Some(value) = value {
-            if let Err(error) = validate::output(&self.tool, &value, &redact) {
+            if let Err(error) = validate::output(&*self.tool, &value, &redact) {
                 *result = ToolResult::failure(self.call_id.clone(), self.tool.spec.name.clone(), ErrorKind::HandlerError, error, false);
             }
         }
@@ -2304,12 +2307,12 @@ fn counters_of<'a>(counters: &'a mut BTreeMap<String, ToolCounters>, tool: &str)
 }
 
 fn remembered_key(session: &str, tool: &str, asked_by: &str) -> String {
-    format!("{session}{sep}{tool}{sep}{asked_by}", sep = cache::SEP)
+    format!("{session}{sep}{tool}{sep}{asked_by}", sep = keys::SEP)
 }
 
 /// Where a session keeps a query's last result for `reuse`: apart from the cache, in the session's own keys.
 fn reuse_key(session: &str, query_key: &str) -> String {
-    format!("\u{2}{session}{}{query_key}", cache::SEP)
+    format!("\u{2}{session}{}{query_key}", keys::SEP)
 }
 
 /// A call id is the model's own text: redacted and cut short where an error quotes it.

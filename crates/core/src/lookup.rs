@@ -2,25 +2,31 @@
 
 use std::sync::Arc;
 
-use crate::permission::Policy;
 use crate::registry::{Registry, Tool};
 use crate::text::{edit_distance_within, fold, list, quote};
 
 /// The most tool names an unknown-tool error lists (the provider was sent the whole list with the definitions).
 const LISTED_TOOLS: usize = 50;
 
+/// What the context may see of the registry: the tools it may use, and those it may not even know of (the
+/// permission station says which).
+pub struct Sight<'a> {
+    pub visible: &'a dyn Fn(&Tool) -> bool,
+    pub conceals: &'a dyn Fn(&Tool) -> bool,
+}
+
 /// `redact`: the called name as the error may quote it (redacted whole before it is cut). A tool the context may
 /// not know of is not found: a refusal that named it would tell the model it exists.
-pub fn lookup(registry: &Registry, policy: &Policy, name: &str, redact: impl Fn(&str) -> String) -> Result<Arc<Tool>, String> {
+pub fn lookup(registry: &Registry, sight: &Sight<'_>, name: &str, redact: impl Fn(&str) -> String) -> Result<Arc<Tool>, String> {
     match registry.get(name) {
-        Some(tool) if !policy.conceals(tool) => Ok(tool.clone()),
-        _ => Err(unknown(registry, policy, name, redact)),
+        Some(tool) if !(sight.conceals)(tool) => Ok(tool.clone()),
+        _ => Err(unknown(registry, sight, name, redact)),
     }
 }
 
 /// The error for a name no tool this context may use has.
-fn unknown(registry: &Registry, policy: &Policy, name: &str, redact: impl Fn(&str) -> String) -> String {
-    let visible: Vec<&str> = registry.iter().filter(|t| policy.visible(t)).map(|t| t.spec.name.as_str()).collect();
+fn unknown(registry: &Registry, sight: &Sight<'_>, name: &str, redact: impl Fn(&str) -> String) -> String {
+    let visible: Vec<&str> = registry.iter().filter(|t| (sight.visible)(t)).map(|t| t.spec.name.as_str()).collect();
     let called = if name.is_empty() { "The call names no tool.".to_string() } else { format!("There is no tool named {}.", quote(&redact(name))) };
     if visible.is_empty() {
         return format!("{called} No tools are available here; answer without calling a tool.");
@@ -34,9 +40,9 @@ fn unknown(registry: &Registry, policy: &Policy, name: &str, redact: impl Fn(&st
 
 /// The one tool this context may use whose name is the called name ignoring case and separators
 /// (`web-search`, `WebSearch` → `web_search`); None when there is none or more than one.
-pub fn correct(registry: &Registry, policy: &Policy, name: &str) -> Option<Arc<Tool>> {
+pub fn correct(registry: &Registry, sight: &Sight<'_>, name: &str) -> Option<Arc<Tool>> {
     let wanted = fold(name);
-    let mut matches = registry.iter().filter(|t| policy.visible(t) && fold(&t.spec.name) == wanted);
+    let mut matches = registry.iter().filter(|t| (sight.visible)(t) && fold(&t.spec.name) == wanted);
     let only = matches.next()?;
     matches.next().is_none().then(|| only.clone())
 }

@@ -4,8 +4,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::json;
-use crate::result::{Binary, CommandEnd, CommandOutput, ErrorKind, Image, ToolResult, NO_OUTPUT};
-use crate::retry;
+use crate::result::{transient, Binary, CommandEnd, CommandOutput, ErrorKind, Image, ToolResult, NO_OUTPUT};
 use crate::text;
 
 /// How much of stderr the model sees next to stdout; all of it stays in metadata.
@@ -171,7 +170,7 @@ pub fn normalize(call_id: String, name: String, outcome: Outcome) -> ToolResult 
             let code = thrown.code.as_ref().and_then(Value::as_str);
             let codes: Vec<&str> = code.into_iter().chain(thrown.cause_code.as_deref()).collect();
             let status = thrown.status.filter(|s| s.fract() == 0.0 && (0.0..1000.0).contains(s)).map(|s| s as u64);
-            let retryable = retry::transient(thrown.retryable, &codes, status);
+            let retryable = transient(thrown.retryable, &codes, status);
             let mut result = handler_failure(call_id, name.clone(), format!("Tool \"{name}\" failed: {what}"), retryable);
             // A day is more than any backoff budget; a larger hint only says "not soon".
             result.retry_after_ms = thrown.retry_after_ms.filter(|ms| *ms >= 0.0).map(|ms| ms.min(86_400_000.0) as u64);

@@ -1,12 +1,18 @@
-//! Executor and tool settings as they arrive (JSON), checked once, with the defaults filled in.
+//! Executor and tool settings as they arrive (JSON), checked once, with the defaults filled in: what each station
+//! declares (its options live with it), gathered.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::artifacts::ArtifactOptions;
+use crate::budget::BudgetOptions;
+use crate::cache::CacheOptions;
+use crate::dedup::DedupOptions;
 use crate::json;
+use crate::tool::Risk;
 use crate::redact::RedactOptions;
 use crate::repair::RepairOptions;
+use crate::retry::RetryPolicy;
 
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 pub const MAX_TIMEOUT_MS: u64 = 600_000;
@@ -14,27 +20,6 @@ pub const DEFAULT_CONCURRENCY: usize = 8;
 pub const DEFAULT_MAX_OUTPUT_CHARS: usize = 30_000;
 pub const DEFAULT_MAX_ERROR_CHARS: usize = 10_000;
 pub const DEFAULT_PREVIEW_CHARS: usize = 2_000;
-
-/// How much a tool can change, in increasing order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Risk {
-    Read,
-    Write,
-    Destructive,
-    Admin,
-}
-
-impl Risk {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Risk::Read => "read",
-            Risk::Write => "write",
-            Risk::Destructive => "destructive",
-            Risk::Admin => "admin",
-        }
-    }
-}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -97,156 +82,6 @@ pub struct EngineOptions {
     /// Limits on all calls together (per turn, per holder, per window, cost).
     #[serde(default)]
     pub budget: Option<BudgetOptions>,
-}
-
-/// The context's plain fields (`sessionId`, `userId`, `tenantId`, …) that keys are made of, by name. The names are
-/// the application's, so a fast hasher is safe here; stations look them up on every call.
-pub type Fields = rustc_hash::FxHashMap<String, String>;
-
-/// A budget, on the executor, a tool or the context: calls per turn, calls and cost per holder (the values of the
-/// context fields `by` names; the session by default), calls per time window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct BudgetOptions {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_calls_per_turn: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_calls: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_calls_per_window: Option<WindowBudget>,
-    /// The most the holder's calls may cost together (each tool declares what a call costs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_cost: Option<f64>,
-    /// The context fields whose values name whose budget it is (a name or a list of names); `sessionId` when not
-    /// said.
-    #[serde(default = "session_only", deserialize_with = "one_or_many")]
-    pub by: Vec<String>,
-}
-
-fn session_only() -> Vec<String> {
-    vec!["sessionId".to_string()]
-}
-
-fn one_or_many<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum OneOrMany {
-        One(String),
-        Many(Vec<String>),
-    }
-    Ok(match OneOrMany::deserialize(deserializer)? {
-        OneOrMany::One(field) => vec![field],
-        OneOrMany::Many(fields) => fields,
-    })
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct WindowBudget {
-    pub calls: u64,
-    pub window_ms: u64,
-}
-
-impl BudgetOptions {
-    /// `what`: where it was declared, for the message.
-    pub fn check(&self, what: &str) -> Result<(), String> {
-        let nothing = self.max_calls_per_turn.is_none() && self.max_calls.is_none() && self.max_calls_per_window.is_none() && self.max_cost.is_none();
-        if nothing {
-            return Err(format!("{what}budget needs at least one of maxCallsPerTurn, maxCalls, maxCallsPerWindow: {{ calls, windowMs }} or maxCost"));
-        }
-        let counts = [("maxCallsPerTurn", self.max_calls_per_turn), ("maxCalls", self.max_calls)];
-        let window = self.max_calls_per_window.map_or([None, None], |w| [Some(w.calls), Some(w.window_ms)]);
-        for (name, value) in counts.into_iter().chain([("maxCallsPerWindow.calls", window[0]), ("maxCallsPerWindow.windowMs", window[1])]) {
-            if value == Some(0) {
-                return Err(format!("{what}budget.{name} must be a positive number"));
-            }
-        }
-        if self.max_cost.is_some_and(|c| !(c >= 0.0 && c.is_finite())) {
-            return Err(format!("{what}budget.maxCost must be a finite number of at least 0"));
-        }
-        if self.by.is_empty() || self.by.iter().any(String::is_empty) {
-            return Err(format!("{what}budget.by must name one or more context fields, such as 'sessionId' or ['tenantId', 'userId']"));
-        }
-        Ok(())
-    }
-}
-
-/// The result cache of idempotent tools: bounded by entries and bytes, least recently used out first.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct CacheOptions {
-    pub max_entries: usize,
-    pub max_bytes: usize,
-    /// How long a result stays fresh when its tool says nothing.
-    pub ttl_ms: u64,
-}
-
-impl Default for CacheOptions {
-    fn default() -> Self {
-        CacheOptions { max_entries: 1_000, max_bytes: 32 * 1024 * 1024, ttl_ms: 60_000 }
-    }
-}
-
-/// What a session remembers of the queries it ran.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct DedupOptions {
-    /// The policy of tools that declare none: `off`, `note`, `refuse` or `reuse`.
-    pub policy: String,
-    /// A session is forgotten after this long without a call.
-    pub session_ttl_ms: u64,
-    pub max_sessions: usize,
-    pub max_queries_per_session: usize,
-}
-
-impl Default for DedupOptions {
-    fn default() -> Self {
-        DedupOptions { policy: "note".into(), session_ttl_ms: 3_600_000, max_sessions: 10_000, max_queries_per_session: 1_000 }
-    }
-}
-
-/// Exponential backoff with full jitter: attempt n waits a random time in [0, min(maxDelayMs, initialDelayMs ×
-/// backoffFactor^(n-1))), or at least a failure's `retryAfterMs`; no attempt starts later than `maxElapsedMs`
-/// after the first one started.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct RetryPolicy {
-    pub max_retries: u32,
-    pub initial_delay_ms: u64,
-    pub backoff_factor: f64,
-    pub max_delay_ms: u64,
-    pub max_elapsed_ms: u64,
-    /// Whether a timeout or idle timeout of a read-only or idempotent tool is retried. Off by default: whoever sets
-    /// `timeoutMs` expects an answer by then, and a retried call may take attempts × the limit, plus backoff.
-    pub on_timeout: bool,
-}
-
-impl Default for RetryPolicy {
-    /// LangChain's defaults: 2 retries, doubling from 1 s, capped at 60 s.
-    fn default() -> Self {
-        RetryPolicy { max_retries: 2, initial_delay_ms: 1_000, backoff_factor: 2.0, max_delay_ms: 60_000, max_elapsed_ms: 120_000, on_timeout: false }
-    }
-}
-
-impl RetryPolicy {
-    /// This policy with the fields `overrides` (a JSON object) names replaced.
-    pub fn overridden(&self, overrides: &Value) -> Result<Self, String> {
-        let mut merged = serde_json::to_value(self).expect("a policy serializes");
-        let (Value::Object(base), Value::Object(changes)) = (&mut merged, overrides) else {
-            return Err("retry must be an object like { maxRetries: 2, initialDelayMs: 1000 } or false".into());
-        };
-        base.extend(changes.iter().map(|(k, v)| (k.clone(), v.clone())));
-        let policy: RetryPolicy = serde_json::from_value(merged).map_err(|e| format!("invalid retry policy: {e}"))?;
-        policy.check()?;
-        Ok(policy)
-    }
-
-    fn check(&self) -> Result<(), String> {
-        if !(self.backoff_factor >= 1.0 && self.backoff_factor.is_finite()) {
-            return Err("retry.backoffFactor must be a number of at least 1".into());
-        }
-        Ok(())
-    }
 }
 
 fn default_timeout() -> u64 {

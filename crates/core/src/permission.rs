@@ -18,8 +18,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::json;
-use crate::options::{BudgetOptions, Fields, Risk};
-use crate::registry::Tool;
+use crate::budget::BudgetOptions;
+use crate::fields::Fields;
+use crate::tool::{Risk, ToolInfo};
 use crate::result::ErrorKind;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -221,27 +222,27 @@ impl Policy {
 
     /// Whether the context may use this tool at all: what listings, suggestions and definitions may name. A deny
     /// rule with no argument patterns hides its tools too.
-    pub fn visible(&self, tool: &Tool) -> bool {
+    pub fn visible(&self, tool: &impl ToolInfo) -> bool {
         self.hidden_by(tool).is_none()
     }
 
     /// Whether the context may not even know the tool is there: hidden, and by nothing that gives a reason (a deny
     /// rule with a reason is the application speaking to the model, and is refused with it).
-    pub fn conceals(&self, tool: &Tool) -> bool {
+    pub fn conceals(&self, tool: &impl ToolInfo) -> bool {
         matches!(self.hidden_by(tool), Some((_, None)))
     }
 
     /// What hides the tool, and the reason a deny rule that does gives.
-    fn hidden_by(&self, tool: &Tool) -> Option<(String, Option<&str>)> {
-        let name = tool.spec.name.as_str();
+    fn hidden_by(&self, tool: &impl ToolInfo) -> Option<(String, Option<&str>)> {
+        let name = tool.name();
         if self.allowed_tools.as_ref().is_some_and(|list| !matches_any(list, name)) {
             return Some(("the context's allowedTools".into(), None));
         }
         if matches_any(&self.denied_tools, name) {
             return Some(("the context's deniedTools".into(), None));
         }
-        if let Some(max) = self.max_risk.filter(|max| tool.risk > *max) {
-            return Some((format!("the context's maxRisk ({}; the tool's risk is {})", max.as_str(), tool.risk.as_str()), None));
+        if let Some(max) = self.max_risk.filter(|max| tool.risk() > *max) {
+            return Some((format!("the context's maxRisk ({}; the tool's risk is {})", max.as_str(), tool.risk().as_str()), None));
         }
         let rule = self.rules().find(|r| r.action == Action::Deny && r.args.is_empty() && r.matches(name, None))?;
         Some((format!("the rule {} ({} permissions)", rule.describe(), rule.source), rule.reason.as_deref()))
@@ -249,8 +250,8 @@ impl Policy {
 
     /// The decision for a call; `args` are its validated arguments, `remembered` whether the session approved
     /// this rule for this tool before.
-    pub fn decide(&self, tool: &Tool, args: &Value, remembered: impl Fn(&str) -> bool) -> Decision {
-        let name = tool.spec.name.as_str();
+    pub fn decide(&self, tool: &impl ToolInfo, args: &Value, remembered: impl Fn(&str) -> bool) -> Decision {
+        let name = tool.name();
         let denied = |by: String, reason: Option<&str>| {
             let why = reason.map_or(String::new(), |r| format!(" ({r})"));
             Decision::Deny {
@@ -275,27 +276,27 @@ impl Policy {
                 Action::Allow => Decision::Allow { how: "allowed", by },
             };
         }
-        if tool.spec.needs_approval && mode != Some(Mode::AcceptAll) {
+        if tool.needs_approval() && mode != Some(Mode::AcceptAll) {
             return self.ask(tool, "needsApproval (the tool's declaration)".into(), None, &remembered);
         }
         match mode {
             None => Decision::Allow { how: "allowed", by: NOTHING_APPLIES.into() },
             Some(Mode::AcceptAll) => Decision::Allow { how: "allowed", by: "the mode acceptAll".into() },
             Some(Mode::DenyAll) => denied("refused by the mode denyAll (only tools a rule allows may run)".into(), None),
-            Some(Mode::ReadOnly) if tool.risk > Risk::Read => {
-                denied(format!("refused by the mode readOnly (the tool's risk is {})", tool.risk.as_str()), None)
+            Some(Mode::ReadOnly) if tool.risk() > Risk::Read => {
+                denied(format!("refused by the mode readOnly (the tool's risk is {})", tool.risk().as_str()), None)
             }
             Some(Mode::ReadOnly) => Decision::Allow { how: "allowed", by: "the mode readOnly (a read tool)".into() },
-            Some(Mode::Default) if tool.risk > Risk::Read => {
-                self.ask(tool, format!("the mode default (the tool's risk is {})", tool.risk.as_str()), None, &remembered)
+            Some(Mode::Default) if tool.risk() > Risk::Read => {
+                self.ask(tool, format!("the mode default (the tool's risk is {})", tool.risk().as_str()), None, &remembered)
             }
             Some(Mode::Default) => Decision::Allow { how: "allowed", by: "the mode default (a read tool)".into() },
         }
     }
 
     /// An ask the context or the session already answered is not asked again.
-    fn ask(&self, tool: &Tool, by: String, reason: Option<String>, remembered: &impl Fn(&str) -> bool) -> Decision {
-        if matches_any(&self.approved_tools, &tool.spec.name) {
+    fn ask(&self, tool: &impl ToolInfo, by: String, reason: Option<String>, remembered: &impl Fn(&str) -> bool) -> Decision {
+        if matches_any(&self.approved_tools, tool.name()) {
             return Decision::Allow { how: "approved", by: format!("{by}, approved by the context's approvedTools") };
         }
         if remembered(&by) {

@@ -15,7 +15,10 @@ use crate::judge;
 use crate::schema_cost;
 
 use crate::dedup::{Dedup, Mode};
-use crate::options::{EngineOptions, RetryPolicy, Risk, ToolSpec};
+use crate::options::{EngineOptions, ToolSpec};
+use crate::tool::{Risk, ToolInfo};
+use crate::validate::Schemas;
+use crate::retry::RetryPolicy;
 use crate::ratelimit::RateLimit;
 
 /// The longest name every provider accepts (OpenAI's limit is the tightest).
@@ -170,6 +173,46 @@ fn check_aliases(aliases: Map<String, Value>, schema: &Value) -> Result<Map<Stri
         }
     }
     Ok(aliases)
+}
+
+impl Schemas for Tool {
+    fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    fn arguments(&self) -> &Validator {
+        &self.validator
+    }
+
+    fn output(&self) -> Option<&Validator> {
+        self.output_validator.as_ref()
+    }
+}
+
+impl ToolInfo for Tool {
+    fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    fn risk(&self) -> Risk {
+        self.risk
+    }
+
+    fn read_only(&self) -> bool {
+        self.spec.read_only
+    }
+
+    fn idempotent(&self) -> bool {
+        self.spec.idempotent
+    }
+
+    fn needs_approval(&self) -> bool {
+        self.spec.needs_approval
+    }
+
+    fn timeout_ms(&self) -> u64 {
+        self.timeout_ms
+    }
 }
 
 impl Registry {

@@ -575,8 +575,46 @@ pub fn results_to_wire<R: BorrowMut<ToolResult>>(results: Vec<R>, table: &mut St
     wire
 }
 
+/// Error codes of a connection that failed on the way, not of a request that was refused (Node's and undici's).
+const TRANSIENT_CODES: &[&str] = &[
+    "ECONNRESET",
+    "ETIMEDOUT",
+    "EAI_AGAIN",
+    "ECONNREFUSED",
+    "ECONNABORTED",
+    "EPIPE",
+    "ENETUNREACH",
+    "ENETDOWN",
+    "EHOSTUNREACH",
+    "ESOCKETTIMEDOUT",
+    "UND_ERR_SOCKET",
+    "UND_ERR_CONNECT_TIMEOUT",
+    "UND_ERR_HEADERS_TIMEOUT",
+    "UND_ERR_BODY_TIMEOUT",
+];
+
+/// A thrown error is transient when it says so, or carries a network error code or an HTTP 429/5xx status.
+/// An explicit `retryable: false` wins over everything else.
+pub fn transient(declared: Option<bool>, codes: &[&str], status: Option<u64>) -> bool {
+    if let Some(declared) = declared {
+        return declared;
+    }
+    codes.iter().any(|c| TRANSIENT_CODES.contains(c)) || status.is_some_and(|s| s == 429 || (500..=599).contains(&s))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn transient_is_declared_or_read_off_codes_and_statuses() {
+        assert!(transient(None, &["ECONNRESET"], None));
+        assert!(transient(None, &[], Some(429)));
+        assert!(transient(None, &[], Some(503)));
+        assert!(!transient(None, &[], Some(404)));
+        assert!(!transient(None, &["ENOENT"], None));
+        assert!(transient(Some(true), &[], None));
+        assert!(!transient(Some(false), &["ECONNRESET"], Some(503)), "an explicit false wins");
+    }
+
     use super::*;
 
     fn plain() -> ToolResult {

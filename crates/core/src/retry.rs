@@ -2,41 +2,54 @@
 
 use std::time::Duration;
 
-use crate::options::RetryPolicy;
-use crate::registry::Tool;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
 use crate::result::{ErrorKind, ToolResult};
 use crate::timer::seconds;
 
-/// Error codes of a connection that failed on the way, not of a request that was refused (Node's and undici's).
-const TRANSIENT_CODES: &[&str] = &[
-    "ECONNRESET",
-    "ETIMEDOUT",
-    "EAI_AGAIN",
-    "ECONNREFUSED",
-    "ECONNABORTED",
-    "EPIPE",
-    "ENETUNREACH",
-    "ENETDOWN",
-    "EHOSTUNREACH",
-    "ESOCKETTIMEDOUT",
-    "UND_ERR_SOCKET",
-    "UND_ERR_CONNECT_TIMEOUT",
-    "UND_ERR_HEADERS_TIMEOUT",
-    "UND_ERR_BODY_TIMEOUT",
-];
-
-/// A thrown error is transient when it says so, or carries a network error code or an HTTP 429/5xx status.
-/// An explicit `retryable: false` wins over everything else.
-pub fn transient(declared: Option<bool>, codes: &[&str], status: Option<u64>) -> bool {
-    if let Some(declared) = declared {
-        return declared;
-    }
-    codes.iter().any(|c| TRANSIENT_CODES.contains(c)) || status.is_some_and(|s| s == 429 || (500..=599).contains(&s))
+/// Exponential backoff with full jitter: attempt n waits a random time in [0, min(maxDelayMs, initialDelayMs ×
+/// backoffFactor^(n-1))), or at least a failure's `retryAfterMs`; no attempt starts later than `maxElapsedMs`
+/// after the first one started.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct RetryPolicy {
+    pub max_retries: u32,
+    pub initial_delay_ms: u64,
+    pub backoff_factor: f64,
+    pub max_delay_ms: u64,
+    pub max_elapsed_ms: u64,
+    /// Whether a timeout or idle timeout of a read-only or idempotent tool is retried. Off by default: whoever sets
+    /// `timeoutMs` expects an answer by then, and a retried call may take attempts × the limit, plus backoff.
+    pub on_timeout: bool,
 }
 
-/// Timeouts are retried only where running the call again cannot do harm twice.
-pub fn timeout_retryable(tool: &Tool) -> bool {
-    tool.spec.read_only || tool.spec.idempotent
+impl Default for RetryPolicy {
+    /// LangChain's defaults: 2 retries, doubling from 1 s, capped at 60 s.
+    fn default() -> Self {
+        RetryPolicy { max_retries: 2, initial_delay_ms: 1_000, backoff_factor: 2.0, max_delay_ms: 60_000, max_elapsed_ms: 120_000, on_timeout: false }
+    }
+}
+
+impl RetryPolicy {
+    /// This policy with the fields `overrides` (a JSON object) names replaced.
+    pub fn overridden(&self, overrides: &Value) -> Result<Self, String> {
+        let mut merged = serde_json::to_value(self).expect("a policy serializes");
+        let (Value::Object(base), Value::Object(changes)) = (&mut merged, overrides) else {
+            return Err("retry must be an object like { maxRetries: 2, initialDelayMs: 1000 } or false".into());
+        };
+        base.extend(changes.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let policy: RetryPolicy = serde_json::from_value(merged).map_err(|e| format!("invalid retry policy: {e}"))?;
+        policy.check()?;
+        Ok(policy)
+    }
+
+    pub(crate) fn check(&self) -> Result<(), String> {
+        if !(self.backoff_factor >= 1.0 && self.backoff_factor.is_finite()) {
+            return Err("retry.backoffFactor must be a number of at least 1".into());
+        }
+        Ok(())
+    }
 }
 
 /// Whether this failed attempt may be retried at all: never for a refusal, only for what the failure says is
@@ -63,17 +76,6 @@ pub fn delay(policy: &RetryPolicy, attempts_so_far: u32, retry_after_ms: Option<
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn transient_is_declared_or_read_off_codes_and_statuses() {
-        assert!(transient(None, &["ECONNRESET"], None));
-        assert!(transient(None, &[], Some(429)));
-        assert!(transient(None, &[], Some(503)));
-        assert!(!transient(None, &[], Some(404)));
-        assert!(!transient(None, &["ENOENT"], None));
-        assert!(transient(Some(true), &[], None));
-        assert!(!transient(Some(false), &["ECONNRESET"], Some(503)), "an explicit false wins");
-    }
 
     #[test]
     fn delays_grow_exponentially_under_full_jitter_and_honour_hints() {

@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap;
 use crate::bounded::Bounded;
 use crate::breaker::BreakerState;
 use crate::budget;
-use crate::timer::{after, seconds};
+use crate::timer::{after, seconds, window_of};
 
 /// A token bucket: `capacity` tokens, refilled continuously at `refill_per_sec`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -289,7 +289,7 @@ impl Store for MemoryStore {
     fn spend(&mut self, key: &str, amount: f64, limit: f64, window: Option<Duration>, ttl: Duration, now: Instant) -> Spend {
         let (number, resets_in) = match window {
             Some(w) => {
-                let (n, left) = budget::window_of(self.clock().ms(now), w);
+                let (n, left) = window_of(self.clock().ms(now), w);
                 (n, Some(left))
             }
             None => (0, None),

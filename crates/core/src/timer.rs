@@ -154,6 +154,13 @@ impl<K: Key> Deadlines<K> {
     }
 }
 
+/// The fixed time window (budgets count calls per window) a time falls in, and how long until the next one starts.
+pub fn window_of(now_ms: u64, window: Duration) -> (u64, Duration) {
+    let width = (window.as_millis() as u64).max(1);
+    let number = now_ms / width;
+    (number, Duration::from_millis((number + 1) * width - now_ms))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,20 +4,28 @@
 //! offending value and could echo a secret the model put in an argument.
 
 use jsonschema::error::{TypeKind, ValidationErrorKind};
-use jsonschema::ValidationError;
+use jsonschema::{ValidationError, Validator};
 use serde_json::Value;
 
-use crate::registry::Tool;
 use crate::text::{clip, list, output_mismatch, problem, quote, worded, Problems, LISTED_ITEMS, QUOTED_CHARS, VALUE};
 
 /// `redact`: what the message quotes of the model's own text (keys, the paths they make) is redacted whole before it
 /// is cut, so that no cut leaves part of a secret.
-pub fn validate(tool: &Tool, args: &Value, redact: &dyn Fn(&str) -> String) -> Result<(), String> {
-    if tool.validator.is_valid(args) {
+pub fn validate(tool: &impl Schemas, args: &Value, redact: &dyn Fn(&str) -> String) -> Result<(), String> {
+    let validator = tool.arguments();
+    if validator.is_valid(args) {
         return Ok(());
     }
-    let what = format!("The arguments do not match the parameters of \"{}\"", tool.spec.name);
-    Err(worded(&what, problems(&tool.validator, args, ARGUMENTS, redact), ARGUMENTS_ADVICE))
+    let what = format!("The arguments do not match the parameters of \"{}\"", tool.name());
+    Err(worded(&what, problems(validator, args, ARGUMENTS, redact), ARGUMENTS_ADVICE))
+}
+
+/// What the station reads of a tool: its name and its compiled schemas.
+pub trait Schemas {
+    fn name(&self) -> &str;
+    fn arguments(&self) -> &Validator;
+    /// The return value's schema, when the engine checks it (`outputSchema`).
+    fn output(&self) -> Option<&Validator>;
 }
 
 /// What the schema's own validation found (a Standard Schema's refinements): each issue's path, a JSON pointer, and
@@ -28,9 +36,9 @@ pub fn issues(name: &str, issues: &[(String, String)], redact: &dyn Fn(&str) -> 
 }
 
 /// A handler's return value against the tool's `outputSchema`: the tool's fault, not the call's.
-pub fn output(tool: &Tool, value: &Value, redact: &dyn Fn(&str) -> String) -> Result<(), String> {
-    match &tool.output_validator {
-        Some(validator) if !validator.is_valid(value) => Err(output_mismatch(&tool.spec.name, problems(validator, value, VALUE, redact))),
+pub fn output(tool: &impl Schemas, value: &Value, redact: &dyn Fn(&str) -> String) -> Result<(), String> {
+    match tool.output() {
+        Some(validator) if !validator.is_valid(value) => Err(output_mismatch(tool.name(), problems(validator, value, VALUE, redact))),
         _ => Ok(()),
     }
 }
@@ -41,7 +49,7 @@ const ARGUMENTS: &str = "(arguments)";
 /// The longest message of a schema library's issue the model reads.
 const MESSAGE_CHARS: usize = 300;
 
-fn problems(validator: &jsonschema::Validator, value: &Value, root: &str, redact: &dyn Fn(&str) -> String) -> Problems {
+fn problems(validator: &Validator, value: &Value, root: &str, redact: &dyn Fn(&str) -> String) -> Problems {
     Problems::of(validator.iter_errors(value), |e| located(&e.instance_path().to_string(), root, &describe(&e, redact), redact))
 }
 

@@ -11,8 +11,8 @@ use crate::artifacts::Origin;
 use crate::command::{Hub, Invocation, Launch, Redact, Save, Wake};
 use crate::normalize::Outcome;
 use crate::registry::Tool;
+use crate::tool::ToolInfo;
 use crate::result::CommandOutput;
-use crate::retry;
 
 /// How long past its own limit and kill grace a command's run may go before the engine answers it without the
 /// command (the command reports first unless something went badly wrong).
@@ -71,7 +71,7 @@ impl Engine {
             stderr: finished.stderr,
             report: finished.report,
             fail_on_exit_code: tool.spec.command.as_ref().is_some_and(|l| l.fail_on_exit_code),
-            timeout_retryable: retry::timeout_retryable(&tool),
+            timeout_retryable: tool.timeout_retryable(),
         })))
     }
 

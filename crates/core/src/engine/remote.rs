@@ -10,8 +10,9 @@ use serde_json::Value;
 use super::{counters_of, guards, mark, remembered_key, Deferred, Engine, Step};
 use crate::bounded::Bounded;
 use crate::cache::{self, Kept};
+use crate::keys;
 use crate::dedup::Mode;
-use crate::options::Fields;
+use crate::fields::Fields;
 use crate::breaker::{Admission, BreakerConfig, Outcome, Phase, Transition};
 use crate::ratelimit;
 use crate::registry::Tool;
@@ -900,6 +901,6 @@ fn breaker_ttl_ms(config: &BreakerConfig) -> u64 {
 
 /// A remembered approval's field in its session: the tool and the rule that asked.
 fn remembered_field(tool: &str, by: &str) -> String {
-    format!("{tool}{}{by}", cache::SEP)
+    format!("{tool}{}{by}", keys::SEP)
 }
 
