@@ -10,6 +10,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::ops::Reply;
+use crate::timer::seconds;
 use crate::result::{ErrorKind, ToolResult};
 
 /// `breaker: true` or `{ failureRate, minCalls, windowMs, openMs, halfOpenCalls }`, each with a default.
@@ -269,6 +271,55 @@ impl BreakerState {
         self.passed = 0;
         self.slices = [(u64::MAX, 0, 0); SLICES];
         Transition { tool: tool.to_string(), from, to: phase, calls: None, failures: None }
+    }
+}
+
+/// A shared breaker as the store answered: its phase, how long it stays open, the phase it left when the operation
+/// changed it (with the counts that opened it), and what it let an attempt do (a reply to an outcome lets nothing
+/// through and reads as counted).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BreakerSaid {
+    pub phase: Phase,
+    pub open_for: Duration,
+    pub from: Option<Phase>,
+    pub calls: Option<u32>,
+    pub failures: Option<u32>,
+    pub admission: Admission,
+}
+
+impl BreakerSaid {
+    /// Err: the store failed. A reply no breaker could give (a phase or admission it does not know, a wait past a
+    /// century) is garbage found in the store: it reads as a closed breaker, since garbage must never keep a tool
+    /// from running (nor be kept as this process's view). What no setting could give, not what this process's
+    /// would: another process of the fleet may be configured otherwise.
+    pub fn of(reply: &Reply) -> Result<BreakerSaid, String> {
+        if let Some(e) = &reply.error {
+            return Err(e.clone());
+        }
+        let closed = BreakerSaid { phase: Phase::Closed, open_for: Duration::ZERO, from: None, calls: None, failures: None, admission: Admission::Counted(None) };
+        Ok(Self::read(reply).unwrap_or(closed))
+    }
+
+    fn read(reply: &Reply) -> Option<BreakerSaid> {
+        const LONGEST_WAIT_MS: f64 = 3_155_760_000_000.0;
+        let phase = Phase::parse(reply.phase.as_deref()?)?;
+        let from = match reply.from.as_deref() {
+            Some(from) => Some(Phase::parse(from).filter(|from| *from != phase)?),
+            None => None,
+        };
+        let wait = || {
+            let ms = reply.wait_ms.unwrap_or(0.0);
+            (0.0..=LONGEST_WAIT_MS).contains(&ms).then(|| seconds(ms / 1000.0))
+        };
+        let open_for = if phase == Phase::Open { wait()? } else { Duration::ZERO };
+        let admission = match (reply.admit.as_deref(), phase) {
+            (None, _) | (Some("counted"), Phase::Closed) => Admission::Counted(None),
+            (Some("trial"), Phase::HalfOpen) => Admission::Trial(reply.generation?),
+            (Some("refused"), Phase::Open) => Admission::Refused(open_for),
+            (Some("refused"), Phase::HalfOpen) => Admission::Refused(wait()?),
+            _ => return None,
+        };
+        Some(BreakerSaid { phase, open_for, from, calls: reply.calls, failures: reply.failures, admission })
     }
 }
 

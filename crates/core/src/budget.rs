@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::fields::Fields;
+use crate::ops::{Reply, MAX_WAIT};
+use crate::timer::seconds;
 #[cfg(test)]
 use crate::timer::window_of;
 use crate::result::{BudgetNote, ErrorKind, ToolResult};
@@ -83,6 +85,29 @@ impl BudgetOptions {
             return Err(format!("{what}budget.by must name one or more context fields, such as 'sessionId' or ['tenantId', 'userId']"));
         }
         Ok(())
+    }
+}
+
+/// A spending as the shared counter answered: made (in its window), refused (what was used, and when a window starts
+/// over), or failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Spent {
+    Made(u64),
+    Over(f64, Option<Duration>),
+    Failed(String),
+}
+
+impl Spent {
+    pub fn of(reply: &Reply, windowed: bool) -> Spent {
+        match (&reply.error, reply.spent.as_deref()) {
+            (Some(e), _) => Spent::Failed(e.clone()),
+            (None, Some("ok")) => Spent::Made(reply.window.unwrap_or(0)),
+            (None, Some("over")) => {
+                let resets = windowed.then(|| seconds(reply.wait_ms.unwrap_or(0.0).max(0.0) / 1000.0).min(MAX_WAIT));
+                Spent::Over(reply.used.filter(|u| u.is_finite()).unwrap_or(0.0), resets)
+            }
+            (None, _) => Spent::Failed("the store's answer to a budget spending could not be read".into()),
+        }
     }
 }
 

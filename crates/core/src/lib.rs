@@ -23,6 +23,7 @@ pub mod lookup;
 pub mod metrics;
 pub mod normalize;
 pub mod panic;
+pub mod ops;
 pub mod options;
 pub mod parse;
 pub mod permission;

@@ -8,8 +8,44 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::ops::{Reply, MAX_WAIT};
 use crate::result::{ErrorKind, ToolResult};
-use crate::store::Bucket;
+use crate::timer::seconds;
+
+/// A token bucket: `capacity` tokens, refilled continuously at `refill_per_sec`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bucket {
+    pub capacity: f64,
+    pub refill_per_sec: f64,
+}
+
+/// A token as the shared bucket answered: taken now, reserved for after a wait, refused (try after), or failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Token {
+    Now,
+    After(Duration),
+    Refused(Duration),
+    Failed(String),
+}
+
+impl Token {
+    pub fn of(reply: &Reply) -> Token {
+        // A wait no bucket could ask (a week) is the store's garbage, not a wait to tell a model.
+        let wait = || seconds(reply.wait_ms.unwrap_or(0.0) / 1000.0).min(MAX_WAIT);
+        match (&reply.error, reply.take.as_deref()) {
+            (Some(e), _) => Token::Failed(e.clone()),
+            (None, Some("now")) => Token::Now,
+            (None, Some("after")) => Token::After(wait()),
+            (None, Some("refused")) => Token::Refused(wait()),
+            (None, _) => Token::Failed("the store's answer to a token take could not be read".into()),
+        }
+    }
+
+    /// Whether the bucket gave this call a token (now or reserved), which goes back if the call does not run.
+    pub fn taken(&self) -> bool {
+        matches!(self, Token::Now | Token::After(_))
+    }
+}
 
 /// A rate limit as declared: the bucket, what splits it (a context field, e.g. `userId`), and how long a call may
 /// wait for a token before it is refused.
@@ -90,6 +126,16 @@ pub fn refused(call_id: String, tool: &str, whole_executor: bool, retry_after: D
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn token_replies_read_as_takes() {
+        let reply = |v: serde_json::Value| serde_json::from_value::<Reply>(v).unwrap();
+        assert_eq!(Token::of(&reply(json!({"take": "after", "waitMs": 250.0}))), Token::After(Duration::from_millis(250)));
+        assert_eq!(Token::of(&reply(json!({"take": "refused", "waitMs": 1500}))), Token::Refused(Duration::from_millis(1500)));
+        assert!(matches!(Token::of(&reply(json!({"take": "maybe"}))), Token::Failed(_)));
+        assert_eq!(Token::of(&reply(json!({"take": "refused", "waitMs": 1e300}))), Token::Refused(MAX_WAIT), "bounded, no panic");
+        assert!(matches!(Token::of(&reply(json!({"error": "WRONGPASS"}))), Token::Failed(e) if e == "WRONGPASS"));
+    }
+
     use super::*;
     use serde_json::json;
 

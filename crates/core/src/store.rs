@@ -10,14 +10,8 @@ use rustc_hash::FxHashMap;
 use crate::bounded::Bounded;
 use crate::breaker::BreakerState;
 use crate::budget;
+pub use crate::ratelimit::Bucket;
 use crate::timer::{after, seconds, window_of};
-
-/// A token bucket: `capacity` tokens, refilled continuously at `refill_per_sec`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Bucket {
-    pub capacity: f64,
-    pub refill_per_sec: f64,
-}
 
 /// Whether a token was taken at once, after a wait the store reserved, or not at all.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -13,11 +13,14 @@ use crate::cache::{self, Kept};
 use crate::keys;
 use crate::dedup::Mode;
 use crate::fields::Fields;
-use crate::breaker::{Admission, BreakerConfig, Outcome, Phase, Transition};
+use crate::breaker::{Admission, BreakerConfig, BreakerSaid, Outcome, Phase, Transition};
 use crate::ratelimit;
 use crate::registry::Tool;
 use crate::result::ToolResult;
-use crate::shared::{self, BreakerSaid, CountPlan, Fail, LookupPlan, Op, Plan, Reply, SharedStoreOptions, Spending, Spent, Token, Unused, Wait, MAX_STORE_MS};
+use crate::budget::Spent;
+use crate::ops::{self, Op, Reply};
+use crate::ratelimit::Token;
+use crate::shared::{self, CountPlan, Fail, LookupPlan, Plan, SharedStoreOptions, Spending, Unused, Wait, MAX_STORE_MS};
 use crate::store::Bucket;
 use crate::timer::after;
 use crate::Alarm;
@@ -231,7 +234,7 @@ impl Engine {
         let mut step = Step::default();
         let Some(shared) = self.shared.as_mut() else { return step };
         if let Some((wait, _)) = shared.waits.get(&ticket) {
-            let mut replies = shared::read_answer(replies_json, ops_of(wait));
+            let mut replies = ops::read_answer(replies_json, ops_of(wait));
             if let Some(before) = shared.partial.remove(&ticket) {
                 for (reply, earlier) in replies.iter_mut().zip(before) {
                     *reply = earlier.or(reply.take());
@@ -247,7 +250,7 @@ impl Engine {
         } else if let Some((wait, out)) = shared.late.peek_mut(&ticket) {
             // Only what was still out: each operation gives back once, and those answered in time were their call's.
             let mut arrived = Vec::new();
-            for (at, reply) in shared::read_answer(replies_json, out.len()).into_iter().enumerate() {
+            for (at, reply) in ops::read_answer(replies_json, out.len()).into_iter().enumerate() {
                 if let Some(reply) = reply.filter(|_| std::mem::take(&mut out[at])) {
                     arrived.push((at, reply));
                 }

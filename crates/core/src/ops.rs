@@ -1,0 +1,138 @@
+//! What the stations that remember ask a store, and what it answers: one operation per question, each the server
+//! side's script (the Lua of `toolgate/redis`) or the memory store's method. An operation crosses to the host as a
+//! tagged object; a reply comes back with the fields its operation sets.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+/// One operation, as the host's store adapter reads it (`{op: 'take', key, …}`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "op", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum Op {
+    /// Counts a query in a session (when `key` is given) and reads what the session keeps for it.
+    Count { session: String, key: Option<String>, ttl_ms: u64, refuse: bool, reuse: bool, rollbacks: bool },
+    Remembered { session: String, field: String },
+    /// A cached entry, or (with an owner) the lease to compute it.
+    Lookup { key: String, owner: Option<String>, lease_ms: Option<u64> },
+    Take { key: String, capacity: f64, refill_per_sec: f64, max_wait_ms: f64 },
+    Refund { key: String, capacity: f64 },
+    Put { key: String, value: String, ttl_ms: u64, owner: Option<String> },
+    Release { key: String, owner: String },
+    Uncount { session: String, key: String },
+    Keep { session: String, key: String, value: String, ttl_ms: u64 },
+    Remember { session: String, field: String, ttl_ms: u64 },
+    /// A judged result: a flag adds one to the session's consecutive rollbacks, no flag ends the run.
+    Rollbacks { session: String, flagged: bool, ttl_ms: u64 },
+    /// Adds `amount` to a budget counter unless that passes `limit`; a counter with a window starts over with each.
+    Spend { key: String, amount: f64, limit: f64, ttl_ms: u64, window_ms: Option<u64> },
+    /// Gives back a spending of a call that never ran, in the window it was made in.
+    Unspend { key: String, amount: f64, window: u64 },
+    /// Lets an attempt through a breaker the process does not know to be closed: counted, a trial, or refused.
+    BreakerAdmit { key: String, half_open_calls: u32, trial_wait_ms: u64, ttl_ms: u64 },
+    /// How an admitted attempt ended (`admission`: `counted` or `trial`, of `generation`).
+    BreakerRecord {
+        key: String,
+        admission: &'static str,
+        generation: u64,
+        outcome: &'static str,
+        failure_rate: f64,
+        min_calls: u32,
+        window_ms: u64,
+        open_ms: u64,
+        half_open_calls: u32,
+        ttl_ms: u64,
+    },
+}
+
+/// One operation's answer; which fields are set depends on the operation.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reply {
+    pub error: Option<String>,
+    pub earlier: Option<u64>,
+    pub reused: Option<String>,
+    pub rollbacks: Option<u32>,
+    pub remembered: Option<bool>,
+    pub value: Option<String>,
+    pub lease: Option<String>,
+    pub lease_left_ms: Option<f64>,
+    pub take: Option<String>,
+    /// A token's wait, a breaker's time until it may be tried, a budget window's time until it starts over.
+    pub wait_ms: Option<f64>,
+    /// A spending: `ok` or `over`, how much was used (after, or before when over), and its window.
+    pub spent: Option<String>,
+    pub used: Option<f64>,
+    pub window: Option<u64>,
+    /// A breaker: `counted`, `trial` or `refused`, the generation of a trial, the phase after the operation, and
+    /// the phase it left when the operation changed it (with the counts that opened it).
+    pub admit: Option<String>,
+    pub generation: Option<u64>,
+    pub phase: Option<String>,
+    pub from: Option<String>,
+    pub calls: Option<u32>,
+    pub failures: Option<u32>,
+}
+
+impl Reply {
+    pub fn failed(why: &str) -> Self {
+        Reply { error: Some(why.to_string()), ..Reply::default() }
+    }
+}
+
+/// The host's answer to a ticket, whole or in part: one entry per operation, in order, `null` (None here) for one
+/// not answered yet, which a later answer brings (the operations of one ticket may lie on different nodes, and
+/// each is answered as its node answers). Each reply is read alone: one that cannot be read fails its operation
+/// only. An answer that cannot be read at all, or that has too few entries, fails every operation it leaves out.
+pub fn read_answer(json: &str, ops: usize) -> Vec<Option<Reply>> {
+    let unreadable = |e: serde_json::Error| Reply::failed(&format!("the store's answer could not be read ({e})"));
+    let entries = match serde_json::from_str::<Vec<&RawValue>>(json) {
+        Ok(entries) => entries,
+        Err(e) => return vec![Some(unreadable(e)); ops],
+    };
+    (0..ops)
+        .map(|at| match entries.get(at) {
+            None => Some(Reply::failed("the store gave no answer for this operation")),
+            Some(entry) if entry.get() == "null" => None,
+            Some(entry) => Some(serde_json::from_str(entry.get()).unwrap_or_else(unreadable)),
+        })
+        .collect()
+}
+
+/// The longest wait a token take may answer.
+pub const MAX_WAIT: Duration = Duration::from_secs(7 * 24 * 3600);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use crate::ratelimit::Token;
+
+    #[test]
+    fn ops_cross_as_tagged_objects_with_camel_case_fields() {
+        let op = Op::Take { key: "t\u{1}".into(), capacity: 10.0, refill_per_sec: 0.5, max_wait_ms: 0.0 };
+        assert_eq!(serde_json::to_value(&op).unwrap(), json!({"op": "take", "key": "t\u{1}", "capacity": 10.0, "refillPerSec": 0.5, "maxWaitMs": 0.0}));
+        let op = Op::Count { session: "s".into(), key: None, ttl_ms: 5, refuse: false, reuse: true, rollbacks: true };
+        assert_eq!(serde_json::to_value(&op).unwrap(), json!({"op": "count", "session": "s", "key": null, "ttlMs": 5, "refuse": false, "reuse": true, "rollbacks": true}));
+    }
+
+    #[test]
+    fn an_unreadable_or_short_answer_fails_what_it_leaves_unanswered() {
+        let failed = |reply: &Option<Reply>, why: &str| reply.as_ref().and_then(|r| r.error.as_deref()).is_some_and(|e| e.contains(why));
+        let replies = read_answer("not json", 2);
+        assert!(replies.iter().all(|r| failed(r, "could not be read")));
+        let replies = read_answer(r#"[{"take":"now"}]"#, 2);
+        assert_eq!(Token::of(replies[0].as_ref().unwrap()), Token::Now);
+        assert!(failed(&replies[1], "no answer"));
+        assert_eq!(read_answer(r#"[{"earlier":1},{"earlier":2},{"earlier":3}]"#, 2).len(), 2);
+    }
+
+    #[test]
+    fn each_reply_of_an_answer_is_read_alone_and_null_is_not_answered_yet() {
+        let replies = read_answer(r#"[null, {"take": 7}, {"take": "now"}, null]"#, 4);
+        assert!(replies[0].is_none() && replies[3].is_none(), "answered later");
+        assert!(replies[1].as_ref().unwrap().error.as_deref().unwrap().contains("could not be read"), "its own operation fails");
+        assert_eq!(Token::of(replies[2].as_ref().unwrap()), Token::Now, "the others stand");
+    }
+}
