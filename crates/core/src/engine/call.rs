@@ -1,0 +1,177 @@
+//! What the engine keeps of a call while it is open, of its turn, and of a handler's run.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustc_hash::FxHashMap;
+use serde_json::Value;
+
+use crate::breaker::Admission;
+use crate::dedup::{self, Mode};
+use crate::permission::Policy;
+use crate::registry::Tool;
+use crate::result::{AttemptError, Repair, StationMark, ToolResult};
+use crate::scheduler::Schedule;
+use crate::shared::CountPlan;
+use crate::store::Bucket;
+
+
+/// Held boxed: a slot is moved whole (out of its turn and back) while the call is admitted and gated.
+pub(super) struct Slot {
+    pub(super) id: String,
+    pub(super) tool: Option<Arc<Tool>>,
+    pub(super) marks: Vec<StationMark>,
+    /// The call holds a place in its turn's schedule (from its first start until its result).
+    pub(super) scheduled: bool,
+    pub(super) first_started: Option<Instant>,
+    pub(super) started: Option<Instant>,
+    pub(super) run: Option<u32>,
+    pub(super) attempts: u32,
+    pub(super) attempt_errors: Vec<AttemptError>,
+    /// Waiting to retry until then; the failure stands if the retry never comes.
+    /// Boxed, as every rarely set part of a slot: slots are moved whole while a turn begins.
+    pub(super) backoff: Option<Box<(Instant, ToolResult)>>,
+    /// Waiting until then for the rate-limit token it reserved, and the buckets it reserved from.
+    pub(super) rate_wait: Option<(Instant, Reserved)>,
+    /// The flight this call runs: its cache key and flight id (identical calls wait on it).
+    pub(super) fills: Option<(String, u32)>,
+    /// The flight of an identical call whose result this call will share: its cache key and flight id.
+    pub(super) joined: Option<(String, u32)>,
+    /// Answered because its turn ended (cancelled, deadline): nothing another turn may share.
+    pub(super) ended_early: bool,
+    /// The session and query key this call counted under, and how often the query ran before.
+    pub(super) dedup: Option<DedupMark>,
+    /// What the repair station changed in the call.
+    pub(super) repairs: Vec<Repair>,
+    /// The request the call waits on before it may run (its check or its approval), by ticket.
+    pub(super) pending: Option<u32>,
+    /// What the permission station decided and what decided it.
+    pub(super) permission: Option<(&'static str, String)>,
+    /// When each attempt's handler started.
+    pub(super) starts: Vec<Instant>,
+    /// With a shared store: what dedup and cache will ask of it when the call is handed out.
+    pub(super) deferred: Option<Deferred>,
+    /// Waiting for an identical call another process runs: since when, the last wait between looks, and when
+    /// the next look is due.
+    pub(super) polling: Option<(Instant, Duration, Instant)>,
+    /// Why the shared store failed this call, which went on without it.
+    pub(super) store_error: Option<String>,
+    /// Store tickets of its own it no longer waits on (timed out, or its turn ended): their answers may still come.
+    pub(super) unanswered: Vec<u32>,
+    /// What the call spent of its budgets as it was about to run, given back if it never does.
+    pub(super) spent: Spent,
+    /// What the breaker let the attempt under way do, until its outcome is counted.
+    pub(super) admission: Option<Admission>,
+    /// What the call costs, when the tool's cost function said.
+    pub(super) cost: Option<f64>,
+    pub(super) result: Option<Box<ToolResult>>,
+}
+
+/// Which of the budget limits a call is held to it added to (a bit per limit, in the order of `limits_of`), and
+/// the window each windowed one was added to in.
+#[derive(Default)]
+pub(super) struct Spent {
+    pub(super) made: u16,
+    pub(super) windows: Vec<(u8, u64)>,
+}
+
+impl Spent {
+    pub(super) fn mark(&mut self, line: usize, window: u64) {
+        self.made |= 1 << line;
+        if window != 0 {
+            self.windows.push((line as u8, window));
+        }
+    }
+}
+
+/// What a call's dedup and cache need from a shared store, asked in one ticket when the call is handed out.
+pub(super) struct Deferred {
+    pub(super) count: Option<CountPlan>,
+    pub(super) cache_key: Option<String>,
+}
+
+impl Slot {
+    pub(super) fn new(id: String) -> Box<Self> {
+        Box::new(Slot {
+            id,
+            tool: None,
+            marks: Vec::with_capacity(8),
+            scheduled: false,
+            first_started: None,
+            started: None,
+            run: None,
+            attempts: 0,
+            attempt_errors: Vec::new(),
+            backoff: None,
+            rate_wait: None,
+            fills: None,
+            joined: None,
+            ended_early: false,
+            dedup: None,
+            repairs: Vec::new(),
+            pending: None,
+            permission: None,
+            starts: Vec::new(),
+            deferred: None,
+            polling: None,
+            store_error: None,
+            unanswered: Vec::new(),
+            spent: Spent::default(),
+            admission: None,
+            cost: None,
+            result: None,
+        })
+    }
+}
+
+/// The buckets (key and shape) a call took or reserved a token from, to give it back if the call never runs.
+pub(super) type Reserved = Vec<(String, Bucket)>;
+
+pub(super) struct DedupMark {
+    pub(super) session: String,
+    pub(super) key: String,
+    pub(super) earlier: u64,
+}
+
+impl DedupMark {
+    /// A repeated query's result says how often it ran before; under `note`, so does the text the model reads.
+    pub(super) fn annotate(&self, result: &mut ToolResult, mode: Mode) {
+        if self.earlier == 0 {
+            return;
+        }
+        result.metadata.repeats = Some(self.earlier);
+        if mode == Mode::Note && result.success {
+            result.output.push_str(&dedup::note(self.earlier));
+        }
+    }
+}
+
+pub(super) struct Turn {
+    /// Boxed: a slot is large, and the turn's vector grows and its slots are taken out by value.
+    #[allow(clippy::vec_box)]
+    pub(super) slots: Vec<Box<Slot>>,
+    /// Validated arguments of calls that will run (kept for their retries).
+    pub(super) args: FxHashMap<usize, Value>,
+    pub(super) schedule: Schedule,
+    pub(super) open: usize,
+    pub(super) begun: Instant,
+    pub(super) begun_epoch_ms: f64,
+    pub(super) deadline: Option<(Instant, u64)>,
+    pub(super) stop_on_error: bool,
+    /// The context's policy (its plain fields key rate limits, caches and sessions).
+    pub(super) policy: Policy,
+    /// Who may read back the artifacts its calls save (see `artifacts::owner`).
+    pub(super) owner: Option<Arc<str>>,
+    pub(super) done_reported: bool,
+    /// Calls that ran in this turn, by budget scope (`*`, or a tool's name), for per-turn budgets.
+    pub(super) calls_run: FxHashMap<String, u64>,
+}
+
+pub(super) struct Run {
+    pub(super) turn: u32,
+    pub(super) index: usize,
+    pub(super) total_at: Instant,
+    /// The idle deadline and the idle limit it was armed with.
+    pub(super) idle: Option<(Instant, u64)>,
+    pub(super) verdict: Option<String>,
+}

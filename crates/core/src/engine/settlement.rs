@@ -1,0 +1,366 @@
+//! Stations 11 to 14 and a call's end: normalize, shape and judge a handler's settlement (on any thread), then seal
+//! the result, keep what others may reuse, hand a flight on, and mark the turn to advance.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::artifacts;
+use crate::cache::Kept;
+use crate::dedup::Mode;
+use crate::normalize::{self, normalize, Outcome};
+use crate::fields::Fields;
+use crate::registry::Tool;
+use crate::repair;
+use crate::result::{failure_output, ErrorKind, PermissionNote, Rollback, StationMark, ToolResult};
+use crate::shape::Shaper;
+use crate::judge;
+use crate::panic::{self, contained};
+use crate::{fence, invoke, shape, validate};
+
+use super::{Engine, Alarm, mark, millis};
+use super::wire::Step;
+use super::call::Slot;
+use super::admission::stopped_after;
+use super::counters::tally;
+
+/// Texts at least this long (256 Ki UTF-16 units, so at least 256 KiB of UTF-8) cross from the host in slices.
+pub(super) const SENT_MAX_BYTES: usize = 256 * 1024;
+
+/// A handler's settlement on its way through normalize and shape (stations 11 and 12), which may be done on
+/// another thread: it holds everything it needs.
+pub struct Shaping {
+    pub(super) turn: u32,
+    pub(super) index: usize,
+    pub(super) call_id: String,
+    pub(super) tool: Arc<Tool>,
+    /// The host's judgement of the value (a `rollbackWhen` function), when it made one.
+    pub(super) verdict: Option<String>,
+    pub(super) shaper: Arc<Shaper>,
+    pub(super) readers: bool,
+    pub(super) owner: Option<Arc<str>>,
+}
+
+/// A settlement shaped, for `Engine::shaped`.
+pub struct Shaped {
+    pub(super) turn: u32,
+    pub(super) index: usize,
+    pub(super) result: Box<ToolResult>,
+    pub(super) marks: Vec<StationMark>,
+}
+
+impl Shaping {
+    /// Stations 11–13 on what the handler returned: a bug there costs this call alone, which then says so.
+    pub fn run(self, outcome: Outcome) -> Shaped {
+        self.read_and_shape(|| Ok(outcome))
+    }
+
+    /// `run` on a value that crossed as bytes, in slices: joined and read here, on the thread that shapes it, since
+    /// copying and checking megabytes of UTF-8 must not hold the host's thread. A kind the engine does not know is
+    /// a bug, answered as one in this call's result.
+    pub fn run_bytes(self, kind: &str, slices: Vec<Vec<u8>>) -> Shaped {
+        self.read_and_shape(|| Outcome::from_slices(kind, slices))
+    }
+
+    pub(super) fn read_and_shape(self, read: impl FnOnce() -> Result<Outcome, String>) -> Shaped {
+        let _span = tracing::debug_span!("toolgate.shape", turn = self.turn, call = %self.shaper.redact_text(&self.call_id)).entered();
+        let (turn, index, call_id, tool) = (self.turn, self.index, self.call_id.clone(), self.tool.clone());
+        let shaped = contained(|| read().map(|outcome| self.shape(outcome))).and_then(|read| read);
+        shaped.unwrap_or_else(|bug| {
+            let error = panic::internal_error("reading what the tool returned (it ran; its result is lost)", &bug);
+            let result = Box::new(ToolResult::failure(call_id, tool.spec.name.clone(), ErrorKind::HandlerError, error, false));
+            Shaped { turn, index, result, marks: vec![mark("invoke", "returned"), mark("normalize", "internal_error")] }
+        })
+    }
+
+    pub(super) fn shape(self, mut outcome: Outcome) -> Shaped {
+        #[cfg(test)]
+        if matches!(&outcome, Outcome::Text(text) if text == super::tests::PANICS) {
+            panic!("a bug on purpose");
+        }
+        let name = self.tool.spec.name.clone();
+        let bytes = match &mut outcome {
+            Outcome::Binary(bytes) => Some(std::mem::take(bytes)),
+            _ => None,
+        };
+        // Kept only when short enough that no cut can change it: the copy is cheap, a crossing back is not. Texts
+        // of SENT_MAX_BYTES or more crossed in slices, and the host keeps no copy of those.
+        let sent = match &outcome {
+            Outcome::Text(text) | Outcome::Json(text) if text.len() <= self.tool.max_output_chars && text.len() < SENT_MAX_BYTES => Some(text.clone()),
+            _ => None,
+        };
+        let redact = |text: &str| self.shaper.redact_text(text);
+        // What an output schema describes: a returned value, text or nothing; not bytes, images or JSON too deep to
+        // hold as a structure.
+        let checked = match &outcome {
+            Outcome::Json(_) => Some(None),
+            Outcome::Text(text) => Some(Some(Value::String(text.clone()))),
+            Outcome::Nothing => Some(Some(Value::Null)),
+            _ => None,
+        };
+        // Boxed once here: the result passes through several stations by value before its slot holds it.
+        let mut result = Box::new(match &bytes {
+            Some(bytes) => normalize::binary(self.call_id.clone(), name, bytes),
+            None => normalize(self.call_id.clone(), name, outcome),
+        });
+        // A return value that breaks the tool's outputSchema is the tool's fault: a handler error, never retried.
+        let value = match checked.filter(|_| result.success && self.tool.output_validator.is_some()) {
+            Some(None) => result.metadata.structured.clone().filter(|_| result.metadata.images.is_empty()),
+            Some(value) => value,
+            None => None,
+        };
+        if let Some(value) = value {
+            if let Err(error) = validate::output(&*self.tool, &value, &redact) {
+                *result = ToolResult::failure(self.call_id.clone(), self.tool.spec.name.clone(), ErrorKind::HandlerError, error, false);
+            }
+        }
+        let (invoked, normalized) = match (result.success, result.metadata.structured.is_some()) {
+            (false, _) => ("failed", "error"),
+            (true, true) => ("returned", "structured"),
+            (true, false) => ("returned", "text"),
+        };
+        let call = shape::Call {
+            tool_name: &self.tool.spec.name,
+            call_id: &self.call_id,
+            max_output_chars: self.tool.max_output_chars,
+            readers: self.readers,
+            owner: self.owner.as_deref(),
+            untrusted: self.tool.spec.untrusted,
+        };
+        // Judged on the whole output, before shape cuts it (a prefix or an empty list may not survive the cut).
+        let reason = (!self.tool.judge.is_empty() && result.success).then(|| self.verdict.or_else(|| judge::judge(&self.tool.judge, &result)));
+        let shaped = self.shaper.shape(&mut result, &call, bytes.as_deref());
+        let mut marks = vec![mark("invoke", invoked), mark("normalize", normalized), mark("shape", shaped)];
+        if let Some(reason) = reason {
+            marks.push(mark("judge", if reason.is_some() { "rollback" } else { "ok" }));
+            result.rollback = reason.map(|reason| Rollback { reason: self.shaper.redact_text(&reason) });
+        }
+        if self.tool.spec.untrusted && result.success {
+            result.output = fence::fence(&self.tool.spec.name, &result.output);
+        }
+        result.metadata.sent = sent;
+        Shaped { turn: self.turn, index: self.index, result, marks }
+    }
+}
+
+/// What every result of a turn is sealed with.
+pub(super) struct Sealing<'a> {
+    pub(super) note: bool,
+    pub(super) trace: bool,
+    pub(super) begun: Instant,
+    pub(super) begun_epoch_ms: f64,
+    pub(super) shaper: &'a Shaper,
+}
+
+impl Sealing<'_> {
+    /// Final touches every result gets: its trace marks (with their times when tracing), timing, the permission
+    /// decision, and what the repair station changed (by default also said in one line the model reads, so that
+    /// it can learn within the session). A failure's text is then held to what any error text is held to.
+    pub(super) fn seal(&self, result: &mut ToolResult, slot: &mut Slot, ran_ms: f64) {
+        self.touch(result, slot, ran_ms);
+        if !result.success {
+            self.shaper.shape_failure(result);
+        }
+    }
+
+    pub(super) fn touch(&self, result: &mut ToolResult, slot: &mut Slot, ran_ms: f64) {
+        result.latency_ms = ran_ms;
+        result.metadata.started_at = self.begun_epoch_ms;
+        if self.trace {
+            let since = |at: &Instant| millis(at.saturating_duration_since(self.begun));
+            result.metadata.timings = Some(slot.marks.iter().map(|m| since(&m.at)).collect());
+            result.metadata.starts = Some(slot.starts.iter().map(since).collect());
+        }
+        result.metadata.stages = std::mem::take(&mut slot.marks);
+        if let Some((decision, by)) = slot.permission.take() {
+            result.metadata.permission = Some(PermissionNote { decision, by });
+        }
+        let repairs = std::mem::take(&mut slot.repairs);
+        if repairs.is_empty() {
+            return;
+        }
+        if self.note {
+            let line = repair::note(&repairs);
+            match (result.error.as_mut(), result.error_kind) {
+                (Some(error), Some(kind)) => {
+                    error.push_str(&line);
+                    result.output = failure_output(kind, error);
+                }
+                _ => result.output.push_str(&line),
+            }
+        }
+        result.metadata.repairs = repairs;
+    }
+}
+
+impl Engine {
+    /// A call answered while it waited on the host: out of its schedule (or its place freed), then settled.
+    pub(super) fn settle_waiting(&mut self, turn_id: u32, index: usize, result: Box<ToolResult>, now: Instant, step: &mut Step) {
+        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
+        let slot = &turn.slots[index];
+        if slot.scheduled {
+            let name = slot.tool.as_ref().expect("a call waiting on the host has a tool").spec.name.clone();
+            self.release_place(&name);
+        } else {
+            turn.schedule.remove(index);
+        }
+        self.settle(turn_id, index, result, now, step);
+    }
+
+    /// A call's final result. Its flight (if it ran one) is handed on, its turn is marked to advance.
+    pub(super) fn settle(&mut self, turn_id: u32, index: usize, mut result: Box<ToolResult>, now: Instant, step: &mut Step) {
+        // An attempt the breaker let through that ends here never reached its handler (or was stopped with its turn).
+        self.attempt_outcome(turn_id, index, &result, false, now, step);
+        if self.turns.get(&turn_id).is_some_and(|t| t.slots[index].attempts == 0) {
+            self.unspend_budgets(turn_id, index);
+        }
+        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
+        let slot = &mut turn.slots[index];
+        if slot.pending.is_some() || !slot.unanswered.is_empty() {
+            let mut asking = std::mem::replace(slot, Slot::new(String::new()));
+            self.settled_while_asking(&mut asking, &result);
+            self.turns.get_mut(&turn_id).expect("a live turn").slots[index] = asking;
+        }
+        let slot = &mut self.turns.get_mut(&turn_id).expect("a live turn").slots[index];
+        let fills = slot.fills.take();
+        // A call that joined a flight and ends without it (its turn ended, a policy skipped it) leaves the flight.
+        if let Some((_, id)) = slot.joined.take() {
+            if let Some(waiters) = self.flight_waiters.get_mut(&id) {
+                waiters.retain(|w| *w != (turn_id, index));
+            }
+        }
+        let tool = slot.tool.clone();
+        let mode = tool.as_ref().map_or(Mode::Off, |t| t.dedup.mode);
+        // What a handler answered (not a refusal, a timeout or a cancellation) is what others may share or reuse.
+        let answered = !slot.ended_early
+            && (result.success || (result.error_kind == Some(ErrorKind::HandlerError) && slot.attempts > 0));
+        // A flight invalidated while it ran is no longer the one its key names: its result is not kept.
+        let current = fills.as_ref().is_some_and(|(key, id)| self.flights.get(key) == Some(id));
+        if current {
+            self.flights.remove(&fills.as_ref().expect("current").0);
+        }
+        // A result that came from the store already (a hit, a reused answer) is not kept again; nor, in a store shared
+        // with other processes, one whose output was saved to this machine's artifact folder.
+        let local_only = self.shared.is_some() && result.metadata.artifact_path.is_some();
+        if result.success && !result.cached && !result.metadata.reused && !local_only {
+            // Kept before the dedup note is added: the note belongs to this call, not to the query's answer.
+            let reuse = slot.dedup.as_ref().filter(|_| mode == Mode::Reuse).map(|d| (d.session.clone(), d.key.clone()));
+            let kept = (current || reuse.is_some()).then(|| Kept::of(&result));
+            if let (true, Some((key, id)), Some(rule), Some(kept)) = (current, &fills, tool.as_ref().and_then(|t| t.cache.as_ref()), &kept) {
+                self.keep_result(key.clone(), kept, rule.ttl, *id, now);
+            }
+            if let (Some((session, key)), Some(kept)) = (reuse, &kept) {
+                self.keep_reused(&session, &key, kept, now);
+            }
+        }
+        let flight = fills.map(|(key, id)| {
+            let waiters = self.flight_waiters.remove(&id).unwrap_or_default();
+            (key, id, waiters, result.clone())
+        });
+        let slot = &self.turns.get(&turn_id).expect("a live turn").slots[index];
+        if let Some(repeat) = &slot.dedup {
+            repeat.annotate(&mut result, mode);
+            // Refused a token, skipped, cancelled before it started: the query did not run after all.
+            if slot.attempts == 0 && !result.cached && !result.metadata.shared_flight {
+                let (session, key) = (repeat.session.clone(), repeat.key.clone());
+                self.uncount(session, key);
+            }
+        }
+        if let Some((key, id, waiters, clean)) = flight {
+            self.hand_on_flight(key.clone(), id, waiters, &clean, answered, now, step);
+            self.release_lease(&key, id);
+        }
+        if let Some(why) = self.turns.get_mut(&turn_id).and_then(|t| t.slots[index].store_error.take()) {
+            self.note_store(&mut result, why);
+        }
+        self.count_rollback(turn_id, index, &mut result);
+        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
+        let sealing = Sealing { note: self.options.repair.note, trace: self.options.trace, begun: turn.begun, begun_epoch_ms: turn.begun_epoch_ms, shaper: &self.shaper };
+        let slot = &mut turn.slots[index];
+        let ran_ms = slot.first_started.map_or(0.0, |s| millis(now.saturating_duration_since(s)));
+        result.attempts = slot.attempts;
+        result.metadata.attempt_errors = std::mem::take(&mut slot.attempt_errors);
+        if let Some(first) = slot.first_started {
+            result.metadata.queued_ms = Some(millis(first.saturating_duration_since(turn.begun)));
+        }
+        if slot.scheduled {
+            turn.schedule.finished();
+        }
+        sealing.seal(&mut result, slot, ran_ms);
+        let stops_turn = turn.stop_on_error && !result.success && slot.tool.as_ref().is_some_and(|t| !t.spec.read_only);
+        // Worded only when the turn stops: most results stop nothing.
+        let why = stops_turn.then(|| stopped_after(&self.shaper, &slot.id, &result.name));
+        tracing::debug!(
+            turn = turn_id,
+            call = %self.shaper.redact_text(&slot.id),
+            tool = %result.name,
+            outcome = result.error_kind.map_or("ok", ErrorKind::as_str),
+            attempts = result.attempts,
+            latency_ms = result.latency_ms,
+            stages = ?result.metadata.stages.iter().map(|m| format!("{}:{}", m.station, m.outcome)).collect::<Vec<_>>(),
+            "call settled"
+        );
+        tally(&mut self.metrics, &mut self.unknown_tool_metrics, &result, true);
+        slot.result = Some(result);
+        turn.args.remove(&index);
+        turn.open -= 1;
+        if let Some(why) = why {
+            for skipped in turn.schedule.take_waiting() {
+                let slot = &mut self.turns.get_mut(&turn_id).expect("a live turn").slots[skipped];
+                // One waiting on the host is answered now: its request no longer counts.
+                if let Some(ticket) = slot.pending.take() {
+                    if let Some((_, _, _, at)) = self.tickets.remove(&ticket) {
+                        self.deadlines.disarm(at, Alarm::Host(ticket));
+                    }
+                }
+                let name = slot.tool.as_ref().map_or(String::new(), |t| t.spec.name.clone());
+                slot.marks.push(mark("invoke", "not_executed"));
+                let result = invoke::not_executed(slot.id.clone(), &name, &why);
+                self.settle(turn_id, skipped, Box::new(result), now, step);
+            }
+        }
+        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
+        if turn.open == 0 {
+            if let Some((at, _)) = turn.deadline {
+                self.deadlines.disarm(at, Alarm::Turn(turn_id));
+            }
+        }
+        self.dirty.insert(turn_id);
+    }
+
+    /// A judged tool's success: a flag counts toward the session's consecutive rollbacks, and past the limit it is
+    /// no longer raised; a result not flagged ends the run of flags.
+    pub(super) fn count_rollback(&mut self, turn_id: u32, index: usize, result: &mut ToolResult) {
+        let Some(turn) = self.turns.get(&turn_id) else { return };
+        let judged = turn.slots[index].tool.as_ref().is_some_and(|t| !t.judge.is_empty());
+        if !judged || !result.success {
+            return;
+        }
+        let session = turn.policy.fields.get("sessionId").cloned().unwrap_or_default();
+        let count = self.rollbacks.get_or_insert_mut(session.clone(), || 0);
+        let flagged = result.rollback.is_some();
+        let before = *count;
+        if flagged {
+            *count += 1;
+            if *count > self.options.max_consecutive_rollbacks {
+                result.rollback = None;
+                result.metadata.rollback_suppressed = true;
+            }
+        } else {
+            *count = 0;
+        }
+        // Only a change goes to a shared store: most results of a judged tool are not flagged.
+        if flagged || before > 0 {
+            self.share_rollbacks(&session, flagged);
+        }
+    }
+
+    /// A result carrying an artifact, handed to a call other than the one that saved it: that call's context may
+    /// read the artifact too.
+    pub(super) fn hand_over(&self, result: &ToolResult, fields: &Fields) {
+        if let Some(path) = &result.metadata.artifact_path {
+            self.shaper.artifacts.grant(path, artifacts::owner(fields).as_deref());
+        }
+    }
+}
