@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ops::Reply;
+use crate::ops::{store_ms, Op, Reply};
 use crate::timer::seconds;
 use crate::result::{ErrorKind, ToolResult};
 
@@ -130,6 +130,15 @@ impl Outcome {
             Outcome::Success => "success",
             Outcome::Failure => "failure",
             Outcome::Untested => "untested",
+        }
+    }
+
+    /// An outcome as `record_op` names it; anything else says nothing of the backend.
+    pub fn parse(text: &str) -> Self {
+        match text {
+            "success" => Outcome::Success,
+            "failure" => Outcome::Failure,
+            _ => Outcome::Untested,
         }
     }
 }
@@ -262,6 +271,29 @@ impl BreakerState {
         }
     }
 
+    /// What this breaker answers to an operation, as the shared store's scripts do: what it let an attempt do (an
+    /// admission; None for an outcome told), the phase now and the one it left, and how long it stays open.
+    pub fn reply(&self, admission: Option<Admission>, changed: Option<Transition>, now_ms: u64) -> Reply {
+        let (admit, generation, wait) = match admission {
+            Some(Admission::Counted(generation)) => (Some("counted"), generation, Duration::ZERO),
+            Some(Admission::Trial(generation)) => (Some("trial"), Some(generation), Duration::ZERO),
+            Some(Admission::Refused(wait)) => (Some("refused"), None, wait),
+            None if self.phase == Phase::Open => (None, None, Duration::from_millis(self.until_ms.saturating_sub(now_ms))),
+            None => (None, None, Duration::ZERO),
+        };
+        let (from, calls, failures) = changed.map_or((None, None, None), |t| (Some(t.from.as_str().to_string()), t.calls, t.failures));
+        Reply {
+            admit: admit.map(str::to_string),
+            generation,
+            phase: Some(self.phase.as_str().to_string()),
+            wait_ms: Some(crate::ops::wait_ms(wait)),
+            from,
+            calls,
+            failures,
+            ..Reply::default()
+        }
+    }
+
     /// Moves to `phase`: a new generation of trials, and a window that starts empty.
     fn enter(&mut self, tool: &str, phase: Phase) -> Transition {
         let from = self.phase;
@@ -274,7 +306,40 @@ impl BreakerState {
     }
 }
 
-/// A shared breaker as the store answered: its phase, how long it stays open, the phase it left when the operation
+/// What the breaker asks the store before an attempt: to let it through, counted or as a trial, or refuse it;
+/// `trial_wait_ms`: how long a call refused because every trial is out should wait.
+pub fn admit_op(tool: &str, config: &BreakerConfig, trial_wait_ms: u64) -> Op {
+    Op::BreakerAdmit { key: tool.to_string(), half_open_calls: config.half_open_calls, trial_wait_ms, ttl_ms: ttl_ms(config) }
+}
+
+/// How an attempt the breaker let through ended, told to the store; None for one it refused (nothing to count).
+pub fn record_op(tool: &str, config: &BreakerConfig, admission: Admission, outcome: Outcome) -> Option<Op> {
+    let (admission, generation) = match admission {
+        Admission::Counted(generation) => ("counted", generation.unwrap_or(0)),
+        Admission::Trial(generation) => ("trial", generation),
+        Admission::Refused(_) => return None,
+    };
+    Some(Op::BreakerRecord {
+        key: tool.to_string(),
+        admission,
+        generation,
+        outcome: outcome.as_str(),
+        failure_rate: config.failure_rate,
+        min_calls: config.min_calls,
+        window_ms: config.window_ms,
+        open_ms: config.open_ms,
+        half_open_calls: config.half_open_calls,
+        ttl_ms: ttl_ms(config),
+    })
+}
+
+/// How long a breaker's state outlives its last change: its window and its opening, with a margin. A state that
+/// expired is a closed breaker with an empty window.
+fn ttl_ms(config: &BreakerConfig) -> u64 {
+    store_ms(config.window_ms.saturating_add(config.open_ms).saturating_add(60_000))
+}
+
+/// A breaker as the store answered: its phase, how long it stays open, the phase it left when the operation
 /// changed it (with the counts that opened it), and what it let an attempt do (a reply to an outcome lets nothing
 /// through and reads as counted).
 #[derive(Debug, Clone, PartialEq)]
@@ -313,7 +378,8 @@ impl BreakerSaid {
         };
         let open_for = if phase == Phase::Open { wait()? } else { Duration::ZERO };
         let admission = match (reply.admit.as_deref(), phase) {
-            (None, _) | (Some("counted"), Phase::Closed) => Admission::Counted(None),
+            (None, _) => Admission::Counted(None),
+            (Some("counted"), Phase::Closed) => Admission::Counted(reply.generation),
             (Some("trial"), Phase::HalfOpen) => Admission::Trial(reply.generation?),
             (Some("refused"), Phase::Open) => Admission::Refused(open_for),
             (Some("refused"), Phase::HalfOpen) => Admission::Refused(wait()?),

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::fields::Fields;
-use crate::ops::{Reply, MAX_WAIT};
+use crate::ops::{store_ms, Op, Reply, MAX_WAIT};
 use crate::timer::seconds;
 #[cfg(test)]
 use crate::timer::window_of;
@@ -88,7 +88,32 @@ impl BudgetOptions {
     }
 }
 
-/// A spending as the shared counter answered: made (in its window), refused (what was used, and when a window starts
+/// A budget limit a call adds to in the store: its place among the call's limits, its key, what the call adds, the
+/// limit, and its window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spending {
+    pub at: usize,
+    pub key: String,
+    pub amount: f64,
+    pub limit: f64,
+    pub window: Option<Duration>,
+}
+
+impl Spending {
+    /// What the budget asks the store: to add the call's amount unless that passes the limit (a counter without a
+    /// window lasts `ttl_ms` after its last spending).
+    pub fn op(&self, ttl_ms: u64) -> Op {
+        let window_ms = self.window.map(|w| store_ms(w.as_millis() as u64));
+        Op::Spend { key: self.key.clone(), amount: self.amount, limit: self.limit, ttl_ms: store_ms(ttl_ms), window_ms }
+    }
+}
+
+/// What a call that never ran spent, given back in the window it was spent in.
+pub fn unspend(key: String, amount: f64, window: u64) -> Op {
+    Op::Unspend { key, amount, window }
+}
+
+/// A spending as the counter answered: made (in its window), refused (what was used, and when a window starts
 /// over), or failed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Spent {

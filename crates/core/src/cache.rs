@@ -1,10 +1,14 @@
 //! Station 7: idempotent tools answer from the cache, keyed by the tool and the canonical JSON of the validated
 //! arguments (key order and number spelling do not matter), optionally scoped by a context field.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::keys::{self, canonical, SEP};
+use crate::ops::{store_ms, Op, Reply, MAX_STORE_MS};
 use crate::result::{Image, Redactions, Rollback, ToolResult};
 
 /// The result cache of idempotent tools: bounded by entries and bytes, least recently used out first.
@@ -103,6 +107,57 @@ pub fn tool_prefix(tool: &str) -> String {
 
 pub fn args_prefix(tool: &str, args: &Value) -> String {
     format!("{tool}{SEP}{}{SEP}", canonical(args))
+}
+
+/// What the cache asks the store of a call: its entry, and on a miss (with `lease`: the flight's owner and how long
+/// it may take) the lease to fill it, so that across processes one call runs and the others wait for its result.
+pub fn lookup(key: String, lease: Option<(String, u64)>) -> Op {
+    let (owner, lease_ms) = lease.map_or((None, None), |(owner, ms)| (Some(owner), Some(store_ms(ms))));
+    Op::Lookup { key, owner, lease_ms }
+}
+
+/// A flight's result kept for identical calls; with the owner of its lease, which it lets go.
+pub fn put(key: String, value: Arc<str>, ttl: Duration, owner: Option<String>) -> Op {
+    let ttl_ms = store_ms(ttl.as_millis().min(u128::from(MAX_STORE_MS)) as u64);
+    Op::Put { key, value, ttl_ms, owner }
+}
+
+/// A flight that ended without a result to keep lets its lease go.
+pub fn release(key: String, owner: String) -> Op {
+    Op::Release { key, owner }
+}
+
+/// What a lookup found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Found {
+    Hit(Arc<str>),
+    Miss,
+    Failed(String),
+}
+
+/// The lease a lookup asked for: taken (this call's flight fills the entry), held by another process (for about
+/// this many ms more, when it said), or none.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Lease {
+    Taken,
+    Held(Option<f64>),
+    None,
+}
+
+impl Found {
+    pub fn of(reply: &Reply) -> (Found, Lease) {
+        let lease = match reply.lease.as_deref() {
+            Some("taken") => Lease::Taken,
+            Some("held") => Lease::Held(reply.lease_left_ms),
+            _ => Lease::None,
+        };
+        let found = match (&reply.error, &reply.value) {
+            (Some(e), _) => Found::Failed(e.clone()),
+            (None, Some(text)) => Found::Hit(text.clone()),
+            (None, None) => Found::Miss,
+        };
+        (found, lease)
+    }
 }
 
 

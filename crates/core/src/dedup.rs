@@ -1,10 +1,13 @@
 //! Station 6: the same query again in one session is counted, and per policy noted, refused or answered from the
 //! earlier result. A query is the tool plus its key arguments (all of them unless the tool names some).
 
+use std::sync::Arc;
+
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::keys;
+use crate::ops::{store_ms, Op, Reply};
 use crate::result::{ErrorKind, ToolResult};
 
 /// What a session remembers of the queries it ran.
@@ -74,6 +77,69 @@ impl Dedup {
 
     pub fn query_key(&self, tool: &str, args: &Value) -> String {
         keys::of_call(tool, &keys::select(args, &self.keys), None)
+    }
+}
+
+/// What dedup asks the store of a call in a session: to count its query (`key`, under dedup) and read what the
+/// session kept for it, and (`rollbacks`, for a judged tool) the session's consecutive rollbacks. A refused repeat's
+/// count is taken back by the store itself.
+pub fn count(session: &str, key: Option<&str>, mode: Mode, rollbacks: bool, ttl_ms: u64) -> Op {
+    let counted = key.is_some();
+    Op::Count {
+        session: session.to_string(),
+        key: key.map(str::to_string),
+        ttl_ms: store_ms(ttl_ms),
+        refuse: counted && mode == Mode::Refuse,
+        reuse: counted && mode == Mode::Reuse,
+        rollbacks,
+    }
+}
+
+/// A query counted on arrival that never ran after all.
+pub fn uncount(session: String, key: String) -> Op {
+    Op::Uncount { session, key }
+}
+
+/// A query's result kept in its session, for `reuse`.
+pub fn keep(session: String, key: String, value: Arc<str>, ttl_ms: u64) -> Op {
+    Op::Keep { session, key, value, ttl_ms: store_ms(ttl_ms) }
+}
+
+/// What the store said to a count: how often the session ran the query before, what it kept of its last result
+/// (asked under `reuse`), and the session's consecutive rollbacks (when asked). Err: the store failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Counted {
+    pub earlier: u64,
+    pub reused: Option<Arc<str>>,
+    pub rollbacks: Option<u32>,
+}
+
+impl Counted {
+    pub fn of(reply: &Reply) -> Result<Counted, String> {
+        match &reply.error {
+            Some(e) => Err(e.clone()),
+            None => Ok(Counted { earlier: reply.earlier.unwrap_or(0), reused: reply.reused.clone(), rollbacks: reply.rollbacks }),
+        }
+    }
+}
+
+/// What dedup decides for a query that ran `earlier` times before in the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    First,
+    /// It runs again, as a repeat (`note` says so in its output).
+    Repeat,
+    Refused,
+    /// Answered from the result the session kept, when one can be read (else it runs as a repeat).
+    Reuse,
+}
+
+pub fn verdict(mode: Mode, earlier: u64) -> Verdict {
+    match (earlier, mode) {
+        (0, _) => Verdict::First,
+        (_, Mode::Refuse) => Verdict::Refused,
+        (_, Mode::Reuse) => Verdict::Reuse,
+        _ => Verdict::Repeat,
     }
 }
 

@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+use crate::ops::{store_ms, Op};
 use crate::result::{ToolResult, NO_OUTPUT};
 
 #[derive(Debug)]
@@ -81,6 +82,12 @@ pub fn judge(rules: &[Rule], result: &ToolResult) -> Option<String> {
         Rule::StartsWith(prefix) => result.output.starts_with(prefix.as_str()).then(|| format!("the output starts with {prefix:?}")),
         Rule::Matches(pattern) => pattern.is_match(&result.output).then(|| format!("the output matches /{}/", pattern.as_str())),
     })
+}
+
+/// A judged result of a session, for the other processes to count: a flag adds one to the session's consecutive
+/// rollbacks, a result not flagged ends the run.
+pub fn rollbacks_op(session: &str, flagged: bool, ttl_ms: u64) -> Op {
+    Op::Rollbacks { session: session.to_string(), flagged, ttl_ms: store_ms(ttl_ms) }
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
-//! What the stations that remember ask a store, and what it answers: one operation per question, each the server
-//! side's script (the Lua of `toolgate/redis`) or the memory store's method. An operation crosses to the host as a
-//! tagged object; a reply comes back with the fields its operation sets.
+//! What the stations that remember ask a store, and what it answers: one operation per question. Each station
+//! builds its own operations and reads its own replies; the memory store answers them in this process (`store`), a
+//! shared store through the host, each operation one script of the server (the Lua of `toolgate/redis`). An
+//! operation crosses to the host as a tagged object; a reply comes back with the fields its operation sets.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -17,11 +19,12 @@ pub enum Op {
     /// A cached entry, or (with an owner) the lease to compute it.
     Lookup { key: String, owner: Option<String>, lease_ms: Option<u64> },
     Take { key: String, capacity: f64, refill_per_sec: f64, max_wait_ms: f64 },
-    Refund { key: String, capacity: f64 },
-    Put { key: String, value: String, ttl_ms: u64, owner: Option<String> },
+    /// Gives back a token (the bucket's shape, as its take said it).
+    Refund { key: String, capacity: f64, refill_per_sec: f64 },
+    Put { key: String, value: Arc<str>, ttl_ms: u64, owner: Option<String> },
     Release { key: String, owner: String },
     Uncount { session: String, key: String },
-    Keep { session: String, key: String, value: String, ttl_ms: u64 },
+    Keep { session: String, key: String, value: Arc<str>, ttl_ms: u64 },
     Remember { session: String, field: String, ttl_ms: u64 },
     /// A judged result: a flag adds one to the session's consecutive rollbacks, no flag ends the run.
     Rollbacks { session: String, flagged: bool, ttl_ms: u64 },
@@ -52,10 +55,10 @@ pub enum Op {
 pub struct Reply {
     pub error: Option<String>,
     pub earlier: Option<u64>,
-    pub reused: Option<String>,
+    pub reused: Option<Arc<str>>,
     pub rollbacks: Option<u32>,
     pub remembered: Option<bool>,
-    pub value: Option<String>,
+    pub value: Option<Arc<str>>,
     pub lease: Option<String>,
     pub lease_left_ms: Option<f64>,
     pub take: Option<String>,
@@ -102,6 +105,20 @@ pub fn read_answer(json: &str, ops: usize) -> Vec<Option<Reply>> {
 
 /// The longest wait a token take may answer.
 pub const MAX_WAIT: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The longest time a store is told (a TTL, a lease): about 31,700 years, far inside what Redis and a JSON number
+/// hold exactly.
+pub const MAX_STORE_MS: u64 = 1_000_000_000_000_000;
+
+/// A time as a store is told it: at least a millisecond, at most `MAX_STORE_MS`.
+pub fn store_ms(ms: u64) -> u64 {
+    ms.clamp(1, MAX_STORE_MS)
+}
+
+/// A wait as a reply says it, in ms.
+pub fn wait_ms(wait: Duration) -> f64 {
+    wait.as_secs_f64() * 1000.0
+}
 
 #[cfg(test)]
 mod tests {

@@ -20,6 +20,8 @@ use serde_json::Value;
 use crate::json;
 use crate::budget::BudgetOptions;
 use crate::fields::Fields;
+use crate::keys::SEP;
+use crate::ops::{store_ms, Op};
 use crate::tool::{Risk, ToolInfo};
 use crate::result::ErrorKind;
 
@@ -324,6 +326,22 @@ pub fn glob(pattern: &str, text: &str) -> bool {
         }
     }
     rest.len() >= last.len() && rest.ends_with(last)
+}
+
+/// Whether a session approved a rule before, asked of a store shared between processes (this process keeps the
+/// approvals it saw itself).
+pub fn remembered_op(session: &str, tool: &str, by: &str) -> Op {
+    Op::Remembered { session: session.to_string(), field: remembered_field(tool, by) }
+}
+
+/// An approval given "for this session", for the other processes to see.
+pub fn remember_op(session: &str, tool: &str, by: &str, ttl_ms: u64) -> Op {
+    Op::Remember { session: session.to_string(), field: remembered_field(tool, by), ttl_ms: store_ms(ttl_ms) }
+}
+
+/// A remembered approval's field in its session: the tool and the rule that asked.
+fn remembered_field(tool: &str, by: &str) -> String {
+    format!("{tool}{SEP}{by}")
 }
 
 #[cfg(test)]

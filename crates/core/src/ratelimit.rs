@@ -3,12 +3,14 @@
 //! `"N/unit"` means a bucket of N tokens that refills continuously at N per unit: a burst of N at once, then one
 //! every unit/N. `{ capacity, refillPerSecond }` says the same thing directly.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::ops::{Reply, MAX_WAIT};
+use crate::fields::Fields;
+use crate::keys::SEP;
+use crate::ops::{wait_ms, Op, Reply, MAX_WAIT};
 use crate::result::{ErrorKind, ToolResult};
 use crate::timer::seconds;
 
@@ -19,7 +21,7 @@ pub struct Bucket {
     pub refill_per_sec: f64,
 }
 
-/// A token as the shared bucket answered: taken now, reserved for after a wait, refused (try after), or failed.
+/// A token as the bucket answered: taken now, reserved for after a wait, refused (try after), or failed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Token {
     Now,
@@ -45,6 +47,41 @@ impl Token {
     pub fn taken(&self) -> bool {
         matches!(self, Token::Now | Token::After(_))
     }
+}
+
+/// A bucket a call takes a token from: its key, its shape, how long the call may wait for the token, and whether it
+/// is the executor's (the bucket all tools share).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Want {
+    pub key: String,
+    pub bucket: Bucket,
+    pub max_wait: Duration,
+    pub whole: bool,
+}
+
+/// The buckets a call of `tool` takes its tokens from: the executor's and the tool's own, each keyed by the value of
+/// its split field in the context, with the wait the call may make for it (never past `latest`, its turn's end).
+pub fn wants(executor: Option<&RateLimit>, tool: &str, own: Option<&RateLimit>, fields: &Fields, latest: Option<Instant>, now: Instant) -> Vec<Want> {
+    [(executor, true), (own, false)]
+        .into_iter()
+        .filter_map(|(limit, whole)| {
+            let limit = limit?;
+            let split = limit.key.as_ref().map_or("", |field| fields.get(field).map_or("", String::as_str));
+            let key = if whole { format!("*{SEP}{split}") } else { format!("{tool}{SEP}{split}") };
+            let max_wait = latest.map_or(limit.max_wait, |end| limit.max_wait.min(end.saturating_duration_since(now)));
+            Some(Want { key, bucket: limit.bucket, max_wait, whole })
+        })
+        .collect()
+}
+
+/// What the rate limit asks the store: a token from the bucket, now or reserved within the wait the call may make.
+pub fn take(want: &Want) -> Op {
+    Op::Take { key: want.key.clone(), capacity: want.bucket.capacity, refill_per_sec: want.bucket.refill_per_sec, max_wait_ms: wait_ms(want.max_wait) }
+}
+
+/// A token given back: the call it was taken for does not run after all.
+pub fn refund(key: String, bucket: Bucket) -> Op {
+    Op::Refund { key, capacity: bucket.capacity, refill_per_sec: bucket.refill_per_sec }
 }
 
 /// A rate limit as declared: the bucket, what splits it (a context field, e.g. `userId`), and how long a call may

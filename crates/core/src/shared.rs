@@ -12,7 +12,6 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::result::{ErrorKind, ToolResult};
-use crate::ratelimit::Bucket;
 use crate::timer::seconds;
 
 /// What a station does when the shared store fails: go on without it, or not run the call.
@@ -53,70 +52,6 @@ pub struct SharedStoreOptions {
     pub on_error: OnError,
 }
 
-/// What a call waiting on the store asked, in the order of its operations: a session count, a cache lookup, its
-/// budgets' spendings, its breaker's admission, then one token take per bucket.
-#[derive(Debug, Clone, Default)]
-pub struct Plan {
-    pub count: Option<CountPlan>,
-    pub lookup: Option<LookupPlan>,
-    pub spends: Vec<Spending>,
-    /// The breaker's admission is asked (its tool's name).
-    pub breaker: Option<String>,
-    /// The buckets (key, shape, the wait the call may make, whether the executor's own) this ticket takes the
-    /// call's tokens from; None when it takes none (tokens come later, or the call will not run itself).
-    pub takes: Option<Vec<(String, Bucket, Duration, bool)>>,
-}
-
-/// A budget limit a call's ticket adds to: its place among the call's limits, its key, what the call adds, the
-/// limit, and its window.
-#[derive(Debug, Clone)]
-pub struct Spending {
-    pub at: usize,
-    pub key: String,
-    pub amount: f64,
-    pub limit: f64,
-    pub window: Option<Duration>,
-}
-
-#[derive(Debug, Clone)]
-pub struct CountPlan {
-    pub session: String,
-    /// The query counted under dedup; None when only the session's rollback count is read.
-    pub key: Option<String>,
-    /// The tool refuses repeats: the script takes a refused repeat's count back itself.
-    pub refuses: bool,
-    pub rollbacks: bool,
-}
-
-#[derive(Debug, Clone)]
-pub struct LookupPlan {
-    pub key: String,
-    /// The flight whose lease this lookup takes on a miss.
-    pub flight: u32,
-}
-
-/// What a ticket took that goes back once its call has settled: the query it counted (the call never ran), and
-/// the spendings, the breaker trial and the tokens it took (the attempt they were for never started).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Unused {
-    pub count: bool,
-    pub attempt: bool,
-}
-
-/// Why a call waits on the store, and where the answer goes.
-#[derive(Debug, Clone)]
-pub enum Wait {
-    /// Operations no call waits on (a put, a refund), how many: only their failures are counted.
-    Effects(usize),
-    /// `attempt`: the call's attempts when it was sent; `unused`: what its call did not use, decided when the
-    /// call settles.
-    Call { turn: u32, index: usize, plan: Plan, attempt: u32, unused: Unused },
-    /// Whether this session approved the rule before, for the call about to be asked: the rule and its reason.
-    Remembered { turn: u32, index: usize, by: String, reason: Option<String> },
-    /// How an attempt of this tool ended, told to its breaker: the reply says the phase now.
-    Breaker(String),
-}
-
 /// How long a waiter looks again for the result of a call that another process runs: from a short first look,
 /// doubling, to at most this; never past the moment the other's lease ends.
 pub const FIRST_POLL: Duration = Duration::from_millis(5);
@@ -130,10 +65,6 @@ pub const UNAVAILABLE_RETRY: Duration = Duration::from_secs(1);
 
 /// Store operations answered late (after their ticket's deadline) are still cleaned up, for this many tickets.
 pub const LATE_TICKETS: usize = 10_000;
-
-/// The longest time a store is told (a TTL, a lease): about 31,700 years, far inside what Redis and a JSON number
-/// hold exactly.
-pub const MAX_STORE_MS: u64 = 1_000_000_000_000_000;
 
 /// What the next look of a waiter waits: double the last, bounded, and no later than just after the lease ends.
 pub fn next_poll(last: Duration, lease_left_ms: Option<f64>) -> Duration {

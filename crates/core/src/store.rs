@@ -1,6 +1,8 @@
-//! The one store behind the stations that remember: the result cache (get/put with TTL), rate-limit buckets
-//! (take tokens) and session counters (increment). The in-memory store is the embedded default; a shared store
-//! (Redis) implements the same trait so that limits and cache hold across processes without touching a station.
+//! The memory store: what the stations that remember keep in this process (the result cache, rate-limit buckets,
+//! session counters, budget counters, circuit breakers), and its answers to their operations (`Store::answer`, one
+//! per `ops::Op`), given at once, inside the engine. A store shared between processes answers the same operations
+//! through the host (see `shared`); each station builds its operations and reads the replies the same way whichever
+//! store answers.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -8,8 +10,10 @@ use std::time::{Duration, Instant};
 use rustc_hash::FxHashMap;
 
 use crate::bounded::Bounded;
-use crate::breaker::BreakerState;
+use crate::breaker::{Admission, BreakerConfig, BreakerState, Outcome};
 use crate::budget;
+use crate::keys::SEP;
+use crate::ops::{wait_ms, Op, Reply};
 pub use crate::ratelimit::Bucket;
 use crate::timer::{after, seconds, window_of};
 
@@ -49,6 +53,80 @@ pub trait Store: Send {
     fn spend(&mut self, key: &str, amount: f64, limit: f64, window: Option<Duration>, ttl: Duration, now: Instant) -> Spend;
     /// Gives back what a call spent that never ran (in the window it spent in).
     fn unspend(&mut self, key: &str, amount: f64, window: u64);
+
+    /// Answers one of the stations' operations from this store's state, as the shared store's script for it does.
+    /// Approvals and rollbacks given for a session, and leases, are for other processes to see: the engine keeps its
+    /// own, so here they answer nothing.
+    fn answer(&mut self, op: Op, now: Instant) -> Reply {
+        let ms = Duration::from_millis;
+        match op {
+            Op::Count { session, key: Some(key), ttl_ms, refuse, reuse, .. } => {
+                let earlier = self.increment(&session, &key, ms(ttl_ms), now) - 1;
+                if refuse && earlier > 0 {
+                    self.decrement(&session, &key);
+                }
+                let reused = (reuse && earlier > 0).then(|| self.get(&reuse_key(&session, &key), now)).flatten();
+                Reply { earlier: Some(earlier), reused, ..Reply::default() }
+            }
+            Op::Count { key: None, .. } => Reply { earlier: Some(0), ..Reply::default() },
+            Op::Lookup { key, .. } => Reply { value: self.get(&key, now), ..Reply::default() },
+            Op::Put { key, value, ttl_ms, .. } => {
+                self.put(key, value, ms(ttl_ms), now);
+                Reply::default()
+            }
+            Op::Keep { session, key, value, ttl_ms } => {
+                self.put(reuse_key(&session, &key), value, ms(ttl_ms), now);
+                Reply::default()
+            }
+            Op::Uncount { session, key } => {
+                self.decrement(&session, &key);
+                Reply::default()
+            }
+            Op::Take { key, capacity, refill_per_sec, max_wait_ms } => {
+                let (take, wait) = match self.take_token(&key, Bucket { capacity, refill_per_sec }, seconds(max_wait_ms / 1000.0), now) {
+                    Take::Now => ("now", Duration::ZERO),
+                    Take::After(wait) => ("after", wait),
+                    Take::Refused(wait) => ("refused", wait),
+                };
+                Reply { take: Some(take.to_string()), wait_ms: Some(wait_ms(wait)), ..Reply::default() }
+            }
+            Op::Refund { key, capacity, refill_per_sec } => {
+                self.refund_token(&key, Bucket { capacity, refill_per_sec });
+                Reply::default()
+            }
+            Op::Spend { key, amount, limit, ttl_ms, window_ms } => match self.spend(&key, amount, limit, window_ms.map(ms), ms(ttl_ms), now) {
+                Spend::Spent { window } => Reply { spent: Some("ok".into()), window: Some(window), ..Reply::default() },
+                Spend::Over { used, resets_in } => Reply { spent: Some("over".into()), used: Some(used), wait_ms: resets_in.map(wait_ms), ..Reply::default() },
+            },
+            Op::Unspend { key, amount, window } => {
+                self.unspend(&key, amount, window);
+                Reply::default()
+            }
+            Op::BreakerAdmit { key, half_open_calls, trial_wait_ms, .. } => {
+                let clock = self.clock();
+                // Admission reads only halfOpenCalls of the settings.
+                let config = BreakerConfig { half_open_calls, ..BreakerConfig::default() };
+                let state = self.breaker(&key);
+                let (admission, changed) = state.admit(&key, &config, ms(trial_wait_ms), || clock.ms(now));
+                state.reply(Some(admission), changed, clock.ms(now))
+            }
+            Op::BreakerRecord { key, admission, generation, outcome, failure_rate, min_calls, window_ms, open_ms, half_open_calls, .. } => {
+                let now_ms = self.clock().ms(now);
+                let config = BreakerConfig { failure_rate, min_calls, window_ms, open_ms, half_open_calls };
+                let admission = if admission == "trial" { Admission::Trial(generation) } else { Admission::Counted(Some(generation)) };
+                let state = self.breaker(&key);
+                let changed = state.record(&key, &config, admission, Outcome::parse(outcome), now_ms);
+                state.reply(None, changed, now_ms)
+            }
+            Op::Remembered { .. } => Reply { remembered: Some(false), ..Reply::default() },
+            Op::Release { .. } | Op::Remember { .. } | Op::Rollbacks { .. } => Reply::default(),
+        }
+    }
+}
+
+/// Where a session keeps a query's last result for `reuse`: apart from the cache, in the session's own keys.
+fn reuse_key(session: &str, query_key: &str) -> String {
+    format!("\u{2}{session}{SEP}{query_key}")
 }
 
 /// A store's clock in ms: from its start (the memory store's).

@@ -15,11 +15,15 @@ use crate::result::{ErrorKind, Redactions, Repair, ToolResult};
 use crate::shape::Shaper;
 use crate::text::{clip, QUOTED_CHARS};
 use crate::timer::after;
-use crate::{checks, keys, lookup, parse, validate};
+use crate::ops::Reply;
+use crate::panic::{self, contained};
+use crate::shared::{self, Fail};
+use crate::{checks, invoke, keys, lookup, parse, validate};
 
-use super::{Engine, Alarm, mark};
-use super::wire::{Step, HostRequest, HostKind, HostAnswer};
-use super::call::Slot;
+use super::call::{At, Slot};
+use super::tickets::Wait;
+use super::wire::{HostAnswer, HostKind, HostRequest, Step};
+use super::{mark, Alarm, Engine};
 
 /// Why arguments edited at approval cannot run: the schema, the tool's checks or a deny rule refuses them.
 pub(super) fn edited_problem(tool: &Tool, edited: &Value, issues: Option<&[(String, String)]>, policy: &Policy, shaper: &Shaper) -> Option<(ErrorKind, String)> {
@@ -159,29 +163,97 @@ impl Engine {
         (slot, Some(args))
     }
 
+    /// Admits the calls of a turn just opened, in order: each gets its slot, and those that may run their
+    /// arguments. Returns each runnable call's place and whether it is read-only, for the turn's schedule. With
+    /// stopOnError, a state-changing call refused here stops every call after it.
+    pub(super) fn admit_calls(&mut self, turn_id: u32, calls: Vec<IncomingCall>, now: Instant, step: &mut Step) -> Vec<(usize, bool)> {
+        let mut runnable = Vec::new();
+        let mut stopped_by: Option<(String, String)> = None;
+        for (index, mut call) in calls.into_iter().enumerate() {
+            let at = At { turn: turn_id, index };
+            // Stations 1–7 on what the model sent: a bug there costs this call alone.
+            let runs = contained(|| self.admit_call(at, &mut call, stopped_by.as_ref(), now, step)).unwrap_or_else(|bug| {
+                let mut slot = Slot::new(call.id.clone());
+                slot.marks.push(mark("lookup", "internal_error"));
+                let error = panic::internal_error("checking this call, so it was not run", &bug);
+                slot.result = Some(Box::new(ToolResult::failure(call.id.clone(), call.name.clone(), ErrorKind::HandlerError, error, false)));
+                self.place(at, slot);
+                false
+            });
+            let turn = self.turn_mut(at);
+            let slot = &turn.slots[index];
+            if runs {
+                runnable.push((index, slot.tool().spec.read_only));
+            } else {
+                turn.args.remove(&index);
+            }
+            let refused = slot.result.as_ref().is_some_and(|r| !r.success);
+            if let (true, None, true, Some(tool)) = (turn.stop_on_error, &stopped_by, refused, &slot.tool) {
+                if !tool.spec.read_only {
+                    stopped_by = Some((slot.id.clone(), tool.spec.name.clone()));
+                }
+            }
+        }
+        runnable
+    }
+
+    /// One call of a turn being begun: stations 1 to 5, then, for a call that may run, what the host checks,
+    /// permission, dedup and cache. True when it may run (it may still wait on the host or for another call).
+    fn admit_call(&mut self, at: At, call: &mut IncomingCall, stopped_by: Option<&(String, String)>, now: Instant, step: &mut Step) -> bool {
+        let (mut slot, args) = self.admit(call, &self.turn(at).policy);
+        let Some(args) = args else {
+            self.place(at, slot);
+            return false;
+        };
+        if let Some((id, name)) = stopped_by {
+            slot.marks.push(mark("invoke", "not_executed"));
+            let why = stopped_after(&self.shaper, id, name);
+            slot.result = Some(Box::new(invoke::not_executed(slot.id.clone(), &slot.tool().spec.name, &why)));
+            self.place(at, slot);
+            return false;
+        }
+        self.place(at, slot);
+        self.turn_mut(at).args.insert(at.index, args);
+        self.gate(at, None, now) && (self.slot(at).pending.is_some() || self.avoid(at, now, step))
+    }
+
+    /// The call's slot, at its place in the turn (replacing what a bug left there).
+    fn place(&mut self, at: At, slot: Box<Slot>) {
+        let slots = &mut self.turn_mut(at).slots;
+        match slots.get_mut(at.index) {
+            Some(left) => *left = slot,
+            None => slots.push(slot),
+        }
+    }
+
     /// The rest of admission for a call whose arguments are valid, from the step after `passed` on: the schema's
     /// own validation and the tool's own check (in the host), then the permission station, which may ask the host
     /// for approval. False when the call is refused (the slot holds its result); a call waiting on the host stays
     /// runnable.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn gate(&mut self, passed: Option<HostKind>, turn_id: u32, index: usize, slot: &mut Slot, tool: &Tool, args: &Value, policy: &Policy, now: Instant) -> bool {
-        let budgets = [self.options.budget.as_ref(), tool.spec.budget.as_ref(), policy.budget.as_ref()];
+    pub(super) fn gate(&mut self, at: At, passed: Option<HostKind>, now: Instant) -> bool {
+        let tool = self.tool_of(at);
+        let budgets = [self.options.budget.as_ref(), tool.spec.budget.as_ref(), self.turn(at).policy.budget.as_ref()];
         let costed = tool.cost == Cost::Host && budget::counts_cost(budgets);
         for (kind, wanted) in [(HostKind::Validate, tool.spec.schema_check), (HostKind::Check, tool.spec.check), (HostKind::Cost, costed)] {
             if wanted && passed.is_none_or(|p| p < kind) {
-                self.ask_host(kind, turn_id, index, slot, tool, args, None, now);
+                self.ask_host(at, kind, None, now);
                 return true;
             }
         }
-        self.permit(turn_id, index, slot, tool, args, policy, now)
+        self.permit(at, &tool, now)
     }
 
     /// Station 5 for one call. False when refused (the slot holds its result).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn permit(&mut self, turn_id: u32, index: usize, slot: &mut Slot, tool: &Tool, args: &Value, policy: &Policy, now: Instant) -> bool {
-        let session = policy.fields.get("sessionId").map_or("", String::as_str);
+    fn permit(&mut self, at: At, tool: &Tool, now: Instant) -> bool {
+        let turn = self.turn(at);
+        let session = turn.policy.fields.get("sessionId").map_or("", String::as_str);
         let remembered = |by: &str| self.remembered.contains(&remembered_key(session, &tool.spec.name, by));
-        match policy.decide(tool, args, remembered) {
+        let args = turn.args.get(&at.index).unwrap_or(&Value::Null);
+        let decision = turn.policy.decide(tool, args, remembered);
+        // Another process may have been given an approval for the session: a shared store knows.
+        let session = (!session.is_empty() && self.shared.is_some()).then(|| session.to_string());
+        let slot = self.slot_mut(at);
+        match decision {
             Decision::Allow { how, by } => {
                 slot.marks.push(mark("permission", how));
                 // Said only when a rule, a mode or an answer decided: every other result would carry the same words.
@@ -199,12 +271,13 @@ impl Engine {
             Decision::Ask { by, reason } => {
                 slot.marks.push(mark("permission", "asked"));
                 slot.permission = Some(("asked", by.clone()));
-                // Another process may have been given this approval for the session: the store knows.
-                if let (Some(_), false) = (&self.shared, session.is_empty()) {
-                    let session = session.to_string();
-                    slot.pending = Some(self.ask_remembered(turn_id, index, &session, &tool.spec.name, by, reason, now));
-                } else {
-                    self.ask_host(HostKind::Approve, turn_id, index, slot, tool, args, Some((by, reason)), now);
+                match session {
+                    Some(session) => {
+                        let op = permission::remembered_op(&session, &tool.spec.name, &by);
+                        let ticket = self.send(vec![op], Wait::Remembered { at, by, reason }, now);
+                        self.slot_mut(at).pending = Some(ticket);
+                    }
+                    None => self.ask_host(at, HostKind::Approve, Some((by, reason)), now),
                 }
                 true
             }
@@ -212,20 +285,23 @@ impl Engine {
     }
 
     /// The call waits until the host answers (or its time to answer passes).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn ask_host(&mut self, kind: HostKind, turn_id: u32, index: usize, slot: &mut Slot, tool: &Tool, args: &Value, rule: Option<(String, Option<String>)>, now: Instant) {
+    fn ask_host(&mut self, at: At, kind: HostKind, rule: Option<(String, Option<String>)>, now: Instant) {
         let ticket = self.take_ticket();
         let limit = match kind {
             HostKind::Validate | HostKind::Check | HostKind::Cost => self.options.check_timeout_ms,
             HostKind::Approve => self.options.approval_timeout_ms,
         };
-        let at = after(now, Duration::from_millis(limit));
-        self.deadlines.arm(at, Alarm::Host(ticket));
-        self.tickets.insert(ticket, (turn_id, index, kind, at));
-        tracing::debug!(turn = turn_id, call = %self.shaper.redact_text(&slot.id), ticket, kind = ?kind, "waiting on the host");
+        let due = after(now, Duration::from_millis(limit));
+        self.deadlines.arm(due, Alarm::Host(ticket));
+        self.tickets.insert(ticket, (at, kind, due));
+        let turn = self.turns.get_mut(&at.turn).expect("a live turn");
+        let slot = &mut turn.slots[at.index];
+        tracing::debug!(turn = at.turn, call = %self.shaper.redact_text(&slot.id), ticket, kind = ?kind, "waiting on the host");
         slot.pending = Some(ticket);
         let (rule, reason) = rule.map_or((None, None), |(by, reason)| (Some(by), reason));
-        self.outbox.push(HostRequest { ticket, kind, turn: turn_id, call_id: slot.id.clone(), name: tool.spec.name.clone(), args: args.clone(), rule, reason, index });
+        let args = turn.args.get(&at.index).cloned().unwrap_or(Value::Null);
+        let request = HostRequest { ticket, kind, turn: at.turn, call_id: slot.id.clone(), name: slot.tool().spec.name.clone(), args, rule, reason, index: at.index };
+        self.outbox.push(request);
     }
 
     /// A fresh ticket, for a request to the host or to the shared store.
@@ -237,7 +313,7 @@ impl Engine {
 
     /// The host did not answer in time: a check that cannot run fails the call; an approval not given is a denial.
     pub(super) fn host_timed_out(&mut self, ticket: u32, now: Instant, step: &mut Step) {
-        let Some((turn_id, index, kind, _)) = self.tickets.remove(&ticket) else { return };
+        let Some((at, kind, _)) = self.tickets.remove(&ticket) else { return };
         let (limit, what) = match kind {
             HostKind::Validate => (self.options.check_timeout_ms, "validation"),
             HostKind::Check => (self.options.check_timeout_ms, "check"),
@@ -245,14 +321,14 @@ impl Engine {
             HostKind::Approve => (self.options.approval_timeout_ms, "approval"),
         };
         let answer = HostAnswer { timed_out: Some(format!("no {what} came within {limit} ms")), ..HostAnswer::default() };
-        self.resolve(turn_id, index, ticket, kind, answer, now, step);
+        self.resolve(at, ticket, kind, answer, now, step);
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn resolve(&mut self, turn_id: u32, index: usize, ticket: u32, kind: HostKind, mut answer: HostAnswer, now: Instant, step: &mut Step) {
-        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
+    /// The host's answer to a call's request: the call is refused, asks its next question, or goes on.
+    pub(super) fn resolve(&mut self, at: At, ticket: u32, kind: HostKind, mut answer: HostAnswer, now: Instant, step: &mut Step) {
+        let Some(turn) = self.turns.get_mut(&at.turn) else { return };
         let session = turn.policy.fields.get("sessionId").cloned();
-        let slot = &mut turn.slots[index];
+        let slot = &mut turn.slots[at.index];
         // An answer for a call already answered (or for another request of it) changes nothing.
         if slot.result.is_some() || slot.pending != Some(ticket) {
             return;
@@ -262,7 +338,7 @@ impl Engine {
         for text in [&mut answer.problem, &mut answer.error, &mut answer.reason].into_iter().flatten() {
             *text = self.shaper.redact_text(text);
         }
-        let tool = slot.tool.clone().expect("a call waiting on the host has a tool");
+        let tool = slot.tool().clone();
         let name = tool.spec.name.clone();
         let id = slot.id.clone();
         let refuse = |kind: ErrorKind, error: String| Box::new(ToolResult::failure(id.clone(), name.clone(), kind, error, false));
@@ -297,15 +373,12 @@ impl Engine {
                     (None, None) => {
                         slot.marks.push(mark(station, "ok"));
                         slot.cost = cost.or(slot.cost);
-                        let mut slot = std::mem::replace(slot, Slot::new(String::new()));
-                        let args = turn.args.get(&index).cloned().unwrap_or(Value::Null);
-                        let policy = turn.policy.clone();
-                        let allowed = self.gate(Some(kind), turn_id, index, &mut slot, &tool, &args, &policy, now);
+                        let allowed = self.gate(at, Some(kind), now);
+                        let slot = self.slot_mut(at);
                         let waiting = slot.pending.is_some();
                         let result = slot.result.take();
-                        self.turns.get_mut(&turn_id).expect("a live turn").slots[index] = slot;
                         match (allowed, waiting) {
-                            (true, false) => return self.proceed(turn_id, index, now, step),
+                            (true, false) => return self.proceed(at, now, step),
                             (true, true) => return,
                             (false, _) => result,
                         }
@@ -344,7 +417,7 @@ impl Engine {
                             }
                             None => {
                                 slot.marks.push(mark("approval", "edited"));
-                                turn.args.insert(index, edited);
+                                turn.args.insert(at.index, edited);
                                 // A cost computed for the model's arguments is the edited ones' now.
                                 if slot.cost.is_some() {
                                     slot.cost = answer.cost.filter(|c| *c >= 0.0 && c.is_finite()).or(slot.cost);
@@ -369,35 +442,63 @@ impl Engine {
                     slot.permission = Some(("approved", format!("{asked_by}; {how} by the approval callback")));
                     if let Some(session) = session {
                         self.remembered.push(remembered_key(&session, &name, &asked_by), ());
-                        self.share_remembered(&session, &name, &asked_by);
+                        if self.shared.is_some() {
+                            self.effect(permission::remember_op(&session, &name, &asked_by, self.options.dedup.session_ttl_ms), now);
+                        }
                     }
                 }
                 refused
             }
         };
         match refused {
-            Some(result) => self.settle_waiting(turn_id, index, result, now, step),
-            None => self.proceed(turn_id, index, now, step),
+            Some(result) => self.settle_waiting(at, result, now, step),
+            None => self.proceed(at, now, step),
         }
     }
 
     /// A call the host let through goes on: dedup and cache, then, once its schedule has handed it out, the run.
-    pub(super) fn proceed(&mut self, turn_id: u32, index: usize, now: Instant, step: &mut Step) {
-        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
-        let mut slot = std::mem::replace(&mut turn.slots[index], Slot::new(String::new()));
-        let tool = slot.tool.clone().expect("a call waiting on the host has a tool");
-        let args = turn.args.get(&index).cloned().unwrap_or(Value::Null);
-        let fields = turn.policy.fields.clone();
-        let runs = self.avoid(turn_id, index, &mut slot, &tool, &args, &fields, now);
+    pub(super) fn proceed(&mut self, at: At, now: Instant, step: &mut Step) {
+        if !self.turns.contains_key(&at.turn) {
+            return;
+        }
+        let runs = self.avoid(at, now, step);
+        let slot = self.slot_mut(at);
         let handed_out = slot.scheduled;
-        let answered = slot.result.take();
-        self.turns.get_mut(&turn_id).expect("a live turn").slots[index] = slot;
-        if let (false, Some(result)) = (runs, answered) {
-            return self.settle_waiting(turn_id, index, result, now, step);
+        if let (false, Some(result)) = (runs, slot.result.take()) {
+            return self.settle_waiting(at, result, now, step);
         }
         if handed_out {
-            self.release_place(&tool.spec.name); // held while it waited; taken again as it launches
-            self.launch(turn_id, index, now, step);
+            let name = slot.tool().spec.name.clone();
+            self.release_place(&name); // held while it waited; taken again as it launches
+            self.launch(at, now, step);
+        }
+    }
+
+    /// Whether the session approved the rule before, as the shared store said: approved, or the approval callback
+    /// is asked (as it is when the store failed, unless sessions fail closed).
+    pub(super) fn remembered_answer(&mut self, at: At, by: String, reason: Option<String>, reply: &Reply, now: Instant, step: &mut Step) {
+        let on_error = self.on_error();
+        let turn = self.turn_mut(at);
+        let session = turn.policy.fields.get("sessionId").cloned().unwrap_or_default();
+        let slot = &mut turn.slots[at.index];
+        slot.pending = None;
+        let name = slot.tool().spec.name.clone();
+        match (&reply.error, reply.remembered) {
+            (None, Some(true)) => {
+                slot.marks.push(mark("approval", "remembered"));
+                slot.permission = Some(("approved", format!("{by}; approved earlier in this session")));
+                self.remembered.push(remembered_key(&session, &name, &by), ());
+                self.proceed(at, now, step);
+            }
+            (Some(e), _) if on_error.sessions == Fail::Closed => {
+                slot.store_error = Some(e.clone());
+                let result = shared::unavailable(slot.id.clone(), &name, "session", e);
+                self.settle_waiting(at, Box::new(result), now, step);
+            }
+            (error, _) => {
+                slot.store_error = error.clone();
+                self.ask_host(at, HostKind::Approve, Some((by, reason)), now);
+            }
         }
     }
 }

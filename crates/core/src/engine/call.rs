@@ -1,4 +1,5 @@
-//! What the engine keeps of a call while it is open, of its turn, and of a handler's run.
+//! What the engine keeps of a call while it is open, of its turn, and of a handler's run; and `At`, the handle by
+//! which the engine's rooms find a call.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,11 +13,19 @@ use crate::permission::Policy;
 use crate::registry::Tool;
 use crate::result::{AttemptError, Repair, StationMark, ToolResult};
 use crate::scheduler::Schedule;
-use crate::shared::CountPlan;
 use crate::store::Bucket;
 
+use super::flights::Deferred;
+use super::Engine;
 
-/// Held boxed: a slot is moved whole (out of its turn and back) while the call is admitted and gated.
+/// Where a call is: its turn, and its place in the turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct At {
+    pub(super) turn: u32,
+    pub(super) index: usize,
+}
+
+/// Held boxed: a slot is moved whole (out of its turn and back) while the replies of a store are read into it.
 pub(super) struct Slot {
     pub(super) id: String,
     pub(super) tool: Option<Arc<Tool>>,
@@ -84,12 +93,6 @@ impl Spent {
     }
 }
 
-/// What a call's dedup and cache need from a shared store, asked in one ticket when the call is handed out.
-pub(super) struct Deferred {
-    pub(super) count: Option<CountPlan>,
-    pub(super) cache_key: Option<String>,
-}
-
 impl Slot {
     pub(super) fn new(id: String) -> Box<Self> {
         Box::new(Slot {
@@ -121,6 +124,11 @@ impl Slot {
             cost: None,
             result: None,
         })
+    }
+
+    /// The call's tool: every call past lookup has one, and only those are scheduled, run or asked about.
+    pub(super) fn tool(&self) -> &Arc<Tool> {
+        self.tool.as_ref().expect("an admitted call has a tool")
     }
 }
 
@@ -168,10 +176,46 @@ pub(super) struct Turn {
 }
 
 pub(super) struct Run {
-    pub(super) turn: u32,
-    pub(super) index: usize,
+    pub(super) at: At,
     pub(super) total_at: Instant,
     /// The idle deadline and the idle limit it was armed with.
     pub(super) idle: Option<(Instant, u64)>,
     pub(super) verdict: Option<String>,
+}
+
+impl Engine {
+    /// An open call's slot. Every room holds a call by `At` only while its turn is open.
+    pub(super) fn slot(&self, at: At) -> &Slot {
+        &self.turns.get(&at.turn).expect("a live turn").slots[at.index]
+    }
+
+    pub(super) fn slot_mut(&mut self, at: At) -> &mut Slot {
+        &mut self.turns.get_mut(&at.turn).expect("a live turn").slots[at.index]
+    }
+
+    /// The slot, when its turn is still open (an answer from the host or the store may come after the turn ended).
+    pub(super) fn open_slot(&self, at: At) -> Option<&Slot> {
+        self.turns.get(&at.turn).map(|turn| &*turn.slots[at.index])
+    }
+
+    pub(super) fn turn(&self, at: At) -> &Turn {
+        self.turns.get(&at.turn).expect("a live turn")
+    }
+
+    pub(super) fn turn_mut(&mut self, at: At) -> &mut Turn {
+        self.turns.get_mut(&at.turn).expect("a live turn")
+    }
+
+    pub(super) fn tool_of(&self, at: At) -> Arc<Tool> {
+        self.slot(at).tool().clone()
+    }
+
+    /// Takes a slot out of its turn, to work on it while the engine is borrowed as well; `put_back` returns it.
+    pub(super) fn lift(&mut self, at: At) -> Box<Slot> {
+        std::mem::replace(&mut self.turn_mut(at).slots[at.index], Slot::new(String::new()))
+    }
+
+    pub(super) fn put_back(&mut self, at: At, slot: Box<Slot>) {
+        self.turn_mut(at).slots[at.index] = slot;
+    }
 }

@@ -4,9 +4,10 @@ use std::time::Instant;
 
 
 use crate::result::{ErrorKind, ToolResult};
-use crate::invoke;
+use crate::{invoke, ratelimit};
 
 use super::{Engine, Alarm, mark};
+use super::call::At;
 use super::wire::Step;
 use super::counters::counters_of;
 
@@ -57,10 +58,10 @@ impl Engine {
                 continue;
             }
             slot.ended_early = true;
-            let name = slot.tool.as_ref().expect("an admitted call has a tool").spec.name.clone();
+            let name = slot.tool().spec.name.clone();
             if let Some(ticket) = slot.pending.take() {
                 match self.tickets.remove(&ticket) {
-                    Some((_, _, _, at)) => self.deadlines.disarm(at, Alarm::Host(ticket)),
+                    Some((_, _, due)) => self.deadlines.disarm(due, Alarm::Host(ticket)),
                     None => slot.unanswered.push(ticket),
                 }
                 // Handed out and holding its place; one not handed out is among the schedule's waiting calls.
@@ -97,13 +98,13 @@ impl Engine {
             self.release_place(&name);
         }
         for (key, bucket) in refunds {
-            self.refund(key, bucket);
+            self.effect(ratelimit::refund(key, bucket), now);
         }
         for (index, run, was_running) in ended_runs {
             self.end_run(run);
             let turn = self.turns.get_mut(&turn_id).expect("a live turn");
             let slot = &mut turn.slots[index];
-            let tool = slot.tool.clone().expect("a run has a tool");
+            let tool = slot.tool().clone();
             if !was_running {
                 // Handed out but never started by the host: this attempt did not happen.
                 slot.attempts -= 1;
@@ -130,7 +131,7 @@ impl Engine {
         let turn = self.turns.get_mut(&turn_id).expect("a live turn");
         for index in waiting.into_iter().chain(unstarted_waits) {
             let slot = &mut turn.slots[index];
-            let tool = slot.tool.clone().expect("a scheduled call has a tool");
+            let tool = slot.tool().clone();
             let result = match why {
                 TurnEnd::Cancelled(reason) => invoke::cancelled(slot.id.clone(), &tool, false, reason),
                 TurnEnd::Deadline => invoke::not_executed(slot.id.clone(), &tool.spec.name, &not_started),
@@ -139,7 +140,7 @@ impl Engine {
             answers.push((index, result));
         }
         for (index, result) in answers {
-            self.settle(turn_id, index, Box::new(result), now, step);
+            self.settle(At { turn: turn_id, index }, Box::new(result), now, step);
         }
     }
 }

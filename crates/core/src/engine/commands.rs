@@ -35,8 +35,8 @@ impl Engine {
     /// the run with it).
     pub fn spawn_command(&mut self, run: u32, invocation_json: &str, wake: Wake) -> Result<Option<CommandTask>, String> {
         let Some(r) = self.runs.get(&run) else { return Ok(None) };
-        let turn = &self.turns[&r.turn];
-        let tool = turn.slots[r.index].tool.clone().expect("a run has a tool");
+        let turn = &self.turns[&r.at.turn];
+        let tool = turn.slots[r.at.index].tool().clone();
         let Some(limits) = tool.spec.command.clone() else { return Err(format!("tool \"{}\" is not a command tool", tool.spec.name)) };
         let invocation = Invocation::from_json(invocation_json)?;
         let (shaper, owner) = (self.shaper.clone(), turn.owner.clone());
@@ -64,7 +64,7 @@ impl Engine {
     /// What an ended command hands its run, for the normalize station.
     pub(super) fn command_outcome(&self, run: u32) -> Option<Outcome> {
         let r = self.runs.get(&run)?;
-        let tool = self.turns.get(&r.turn)?.slots[r.index].tool.clone()?;
+        let tool = self.open_slot(r.at)?.tool.clone()?;
         let finished = self.commands.take_finished(run)?;
         Some(Outcome::Command(Box::new(CommandOutput {
             stdout: finished.stdout,

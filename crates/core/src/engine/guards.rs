@@ -1,27 +1,26 @@
 //! Station 8's guards before the rate limit: a call's budgets, spent as it is about to run for the first time and
 //! given back if it never does, and its tool's circuit breaker, asked before every attempt and told how each one
-//! ended. With the memory store both are decided here; with a shared store the store decides (see `remote`), from a
-//! local view of each breaker that spares a closed one any round trip.
+//! ended. What each asks the store and how a reply reads is the station's (`budget`, `breaker`); the memory store
+//! answers at once, a shared one through a ticket, from a local view of each breaker that spares a closed one any
+//! round trip.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::{counters_of, mark, Engine, Slot, Spent, Step, ToolCounters};
-use crate::breaker::{self, Admission, Outcome, Phase, Transition};
-use crate::budget::{self, Limit, Source};
+use crate::breaker::{self, Admission, BreakerSaid, Outcome, Phase, Transition};
+use crate::budget::{self, Limit, Source, Spending};
+use crate::ops::{Op, Reply};
 use crate::registry::Tool;
 use crate::result::ToolResult;
-use crate::shared::Spending;
-use crate::store::Spend;
+use crate::timer::after;
 
-/// What the breaker said to an attempt about to run.
-pub(super) enum Admitted {
-    /// It may run (the slot holds its admission, when its tool has a breaker).
-    Yes,
-    /// The shared store decides: the breaker is not closed as far as this process knows.
-    AskStore,
-}
+use super::asking::Resumed;
+use super::call::{At, Slot, Spent};
+use super::counters::{counters_of, ToolCounters};
+use super::tickets::Wait;
+use super::wire::Step;
+use super::{mark, Engine};
 
 impl Engine {
     /// The limits a call of `tool` is held to in this turn: the tool's (its own budget's and the executor's, worked
@@ -36,31 +35,25 @@ impl Engine {
         }
     }
 
-    /// Whose budget `limit` counts in this turn, for a refusal.
-    pub(super) fn holder(&self, turn_id: u32, limit: &Limit) -> Vec<(String, String)> {
-        budget::holder(&limit.by, &self.turns[&turn_id].policy.fields)
-    }
-
-    /// Budgets for a call about to run for the first time: its per-turn limits, counted in the turn, then the
-    /// store's, spent here in the memory store (each key written into one buffer: nothing is allocated). With a
-    /// shared store, the store's spendings are returned for the call's ticket. Err: the budget that refuses the call
-    /// (nothing is left spent).
-    pub(super) fn spend_budgets(&mut self, turn_id: u32, index: usize, now: Instant) -> Result<Vec<Spending>, Box<ToolResult>> {
-        let turn = &self.turns[&turn_id];
-        let tool = turn.slots[index].tool.as_ref().expect("a scheduled call has a tool");
+    /// Budgets for a call about to run for the first time: its per-turn limits, counted in the turn here, then
+    /// what the store counts, returned for the call's plan. Err: a per-turn budget refuses the call (nothing is
+    /// left spent).
+    pub(super) fn spend_per_turn(&mut self, at: At) -> Result<Vec<Spending>, Box<ToolResult>> {
+        let turn = self.turn(at);
+        let tool = turn.slots[at.index].tool();
         if tool.limits.is_empty() && turn.policy.budget.is_none() {
             return Ok(Vec::new());
         }
         let tool = tool.clone();
-        let limits = self.budget_limits(turn_id, &tool);
+        let limits = self.budget_limits(at.turn, &tool);
         let per_turn = limits.iter().take_while(|limit| limit.per_turn()).count();
-        let turn = self.turns.get_mut(&turn_id).expect("a live turn");
+        let turn = self.turns.get_mut(&at.turn).expect("a live turn");
         let refused = limits[..per_turn].iter().find_map(|limit| {
             let used = turn.calls_run.get(limit.prefix.as_str()).copied().unwrap_or(0) as f64;
             budget::passes(used, limit.amount, limit.limit).then_some((limit, used))
         });
         if let Some((limit, used)) = refused {
-            let slot = &mut turn.slots[index];
+            let slot = &mut turn.slots[at.index];
             return Err(refuse_budget(&mut self.counters, slot, limit, limit.amount, used, None, Vec::new()));
         }
         for limit in &limits[..per_turn] {
@@ -71,55 +64,51 @@ impl Engine {
                 }
             }
         }
-        let slot = &mut turn.slots[index];
+        let slot = &mut turn.slots[at.index];
         let cost = slot.cost;
         slot.spent = Spent { made: (1 << per_turn) - 1, windows: Vec::new() };
-        if self.shared.is_some() {
-            let spend = |at: usize| {
-                let limit = &limits[at];
-                let mut key = String::new();
-                limit.key_into(&turn.policy.fields, &mut key);
-                Spending { at, key, amount: limit.amount(cost), limit: limit.limit, window: limit.window }
-            };
-            return Ok((per_turn..limits.len()).map(spend).collect());
-        }
-        let ttl = Duration::from_millis(self.options.dedup.session_ttl_ms);
-        let mut key = std::mem::take(&mut self.key);
-        let mut over = None;
-        for (at, limit) in limits.iter().enumerate().skip(per_turn) {
-            limit.key_into(&self.turns[&turn_id].policy.fields, &mut key);
-            let amount = limit.amount(cost);
-            match self.store.spend(&key, amount, limit.limit, limit.window, ttl, now) {
-                Spend::Spent { window } => self.turns.get_mut(&turn_id).expect("a live turn").slots[index].spent.mark(at, window),
-                Spend::Over { used, resets_in } => {
-                    over = Some((limit, amount, used, resets_in));
-                    break;
-                }
+        let spend = |at: usize| {
+            let limit = &limits[at];
+            let mut key = String::new();
+            limit.key_into(&turn.policy.fields, &mut key);
+            Spending { at, key, amount: limit.amount(cost), limit: limit.limit, window: limit.window }
+        };
+        Ok((per_turn..limits.len()).map(spend).collect())
+    }
+
+    /// The store's answer to one of the call's spendings: made (the slot keeps it, to give back if the call never
+    /// runs), or a budget that refuses the call.
+    pub(super) fn spent(&mut self, at: At, slot: &mut Slot, spending: &Spending, reply: &Reply, resumed: &mut Resumed) {
+        match budget::Spent::of(reply, spending.window.is_some()) {
+            budget::Spent::Made(window) => slot.spent.mark(spending.at, window),
+            budget::Spent::Over(used, resets) if resumed.runs() => {
+                let limit = self.budget_limits(at.turn, slot.tool())[spending.at].clone();
+                let by = budget::holder(&limit.by, &self.turn(at).policy.fields);
+                *resumed = Resumed::Answered(refuse_budget(&mut self.counters, slot, &limit, spending.amount, used, resets, by));
             }
+            budget::Spent::Failed(e) if resumed.runs() => {
+                slot.marks.push(mark("budget", "unavailable"));
+                let fail = self.on_error().budget;
+                *resumed = self.store_failed(slot, fail, "budget", &e);
+            }
+            _ => {}
         }
-        self.key = key;
-        let Some((limit, amount, used, resets_in)) = over else { return Ok(Vec::new()) };
-        let by = self.holder(turn_id, limit);
-        let slot = &mut self.turns.get_mut(&turn_id).expect("a live turn").slots[index];
-        let refused = refuse_budget(&mut self.counters, slot, limit, amount, used, resets_in, by);
-        self.unspend_budgets(turn_id, index);
-        Err(refused)
     }
 
     /// Gives back what a call that never ran spent of its budgets.
-    pub(super) fn unspend_budgets(&mut self, turn_id: u32, index: usize) {
-        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
-        let slot = &mut turn.slots[index];
+    pub(super) fn unspend_budgets(&mut self, at: At, now: Instant) {
+        let Some(turn) = self.turns.get_mut(&at.turn) else { return };
+        let slot = &mut turn.slots[at.index];
         let spent = std::mem::take(&mut slot.spent);
         if spent.made == 0 {
             return;
         }
-        let (cost, tool) = (slot.cost, slot.tool.clone().expect("a call that spent has a tool"));
-        let limits = self.budget_limits(turn_id, &tool);
-        let turn = self.turns.get_mut(&turn_id).expect("a live turn");
-        let made = |at: usize| spent.made & (1 << at) != 0;
+        let (cost, tool) = (slot.cost, slot.tool().clone());
+        let limits = self.budget_limits(at.turn, &tool);
+        let turn = self.turns.get_mut(&at.turn).expect("a live turn");
+        let made = |line: usize| spent.made & (1 << line) != 0;
         let mut back = Vec::new();
-        for (at, limit) in limits.iter().enumerate().filter(|(at, _)| made(*at)) {
+        for (line, limit) in limits.iter().enumerate().filter(|(line, _)| made(*line)) {
             if limit.per_turn() {
                 if let Some(n) = turn.calls_run.get_mut(limit.prefix.as_str()) {
                     *n = n.saturating_sub(1);
@@ -127,72 +116,109 @@ impl Engine {
             } else {
                 let mut key = String::new();
                 limit.key_into(&turn.policy.fields, &mut key);
-                let window = spent.windows.iter().find(|(line, _)| usize::from(*line) == at).map_or(0, |(_, w)| *w);
-                back.push((key, limit.amount(cost), window));
+                let window = spent.windows.iter().find(|(l, _)| usize::from(*l) == line).map_or(0, |(_, w)| *w);
+                back.push(budget::unspend(key, limit.amount(cost), window));
             }
         }
-        for (key, amount, window) in back {
-            self.unspend(key, amount, window);
+        for op in back {
+            self.effect(op, now);
         }
     }
 
-    /// The breaker for an attempt about to run: let through (a trial, when half-open), refused, or, with a shared
-    /// store and a breaker this process does not know to be closed, for the store to decide.
-    pub(super) fn admit_attempt(&mut self, turn_id: u32, index: usize, now: Instant, step: &mut Step) -> Result<Admitted, Box<ToolResult>> {
-        let slot = &mut self.turns.get_mut(&turn_id).expect("a live turn").slots[index];
-        let tool = slot.tool.as_deref().expect("a scheduled call has a tool");
-        let Some(config) = tool.breaker else { return Ok(Admitted::Yes) };
-        let name = tool.spec.name.as_str();
-        let (admission, phase, changed) = if self.shared.is_some() {
-            match self.breaker_views.get(name) {
-                Some((Phase::Open, until)) if now < *until => (Admission::Refused(until.saturating_duration_since(now)), Phase::Open, None),
-                Some((Phase::Open | Phase::HalfOpen, _)) => return Ok(Admitted::AskStore),
-                _ => (Admission::Counted(None), Phase::Closed, None),
-            }
-        } else {
-            let clock = self.store.clock();
-            let state = self.store.breaker(name);
-            let (admission, changed) = state.admit(name, &config, Duration::from_millis(tool.timeout_ms), || clock.ms(now));
-            (admission, state.phase(), changed)
+    /// The breaker before an attempt: Ok(true) when the store is to be asked. The memory store always is (it
+    /// answers at once). A shared store is not asked of a breaker this process knows to be closed (the attempt is
+    /// let through, counted) nor of one it knows to be open (refused).
+    pub(super) fn breaker_first(&mut self, at: At, now: Instant) -> Result<bool, Box<ToolResult>> {
+        let slot = self.slot(at);
+        let tool = slot.tool();
+        if tool.breaker.is_none() {
+            return Ok(false);
+        }
+        if self.shared.is_none() {
+            return Ok(true);
+        }
+        let (admission, phase) = match self.breaker_views.get(&tool.spec.name) {
+            Some((Phase::Open, until)) if now < *until => (Admission::Refused(until.saturating_duration_since(now)), Phase::Open),
+            Some((Phase::Open | Phase::HalfOpen, _)) => return Ok(true),
+            _ => (Admission::Counted(None), Phase::Closed),
         };
-        let refused = match admission {
-            Admission::Refused(wait) => Some(refuse_attempt(&mut self.counters, slot, phase, wait)),
+        let slot = self.turns.get_mut(&at.turn).expect("a live turn").slots[at.index].as_mut();
+        match admission {
+            Admission::Refused(wait) => Err(refuse_attempt(&mut self.counters, slot, phase, wait)),
             admitted => {
                 slot.admission = Some(admitted);
-                None
+                Ok(false)
             }
-        };
-        if let Some(transition) = changed {
-            self.breaker_changed(transition, step);
         }
-        refused.map_or(Ok(Admitted::Yes), Err)
+    }
+
+    /// The store's answer to the breaker's admission: what it let the attempt do, or a refusal.
+    pub(super) fn breaker_answered(&mut self, slot: &mut Slot, reply: &Reply, resumed: &mut Resumed, now: Instant, step: &mut Step) {
+        let name = slot.tool().spec.name.clone();
+        match self.breaker_said(&name, reply, now, step) {
+            Ok(BreakerSaid { admission: Admission::Refused(wait), phase, .. }) => {
+                if resumed.runs() {
+                    *resumed = Resumed::Answered(refuse_attempt(&mut self.counters, slot, phase, wait));
+                }
+            }
+            Ok(said) => slot.admission = Some(said.admission),
+            Err(e) if resumed.runs() => {
+                slot.marks.push(mark("breaker", "unavailable"));
+                let fail = self.on_error().breaker;
+                *resumed = self.store_failed(slot, fail, "breaker", &e);
+            }
+            Err(_) => {}
+        }
     }
 
     /// How the attempt the breaker admitted ended; `ran`: whether its handler was started. Called when an attempt
     /// ends and when the call settles (an attempt admitted but never started says nothing of the backend).
-    pub(super) fn attempt_outcome(&mut self, turn_id: u32, index: usize, result: &ToolResult, ran: bool, now: Instant, step: &mut Step) {
-        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
-        let slot = &mut turn.slots[index];
+    pub(super) fn attempt_outcome(&mut self, at: At, result: &ToolResult, ran: bool, now: Instant, step: &mut Step) {
+        let Some(turn) = self.turns.get_mut(&at.turn) else { return };
+        let slot = &mut turn.slots[at.index];
         let Some(admission) = slot.admission.take() else { return };
-        let tool = slot.tool.as_deref().expect("an admitted call has a tool");
+        let tool = slot.tool().clone();
         let config = tool.breaker.expect("an admitted call's tool has a breaker");
         let outcome = Outcome::of(result, ran);
-        if self.shared.is_some() {
-            // A counted attempt that says nothing needs no round trip; a trial's place goes back in any case.
-            if !(matches!(admission, Admission::Counted(_)) && outcome == Outcome::Untested) {
-                let name = tool.spec.name.clone();
-                self.share_outcome(&name, &config, admission, outcome, now);
-            }
+        // A counted attempt that says nothing changes nothing (a shared store is spared the round trip).
+        if matches!(admission, Admission::Counted(_)) && outcome == Outcome::Untested {
             return;
         }
-        let now_ms = self.store.clock().ms(now);
-        if let Some(transition) = self.store.breaker(&tool.spec.name).record(&tool.spec.name, &config, admission, outcome, now_ms) {
-            self.breaker_changed(transition, step);
+        if let Some(op) = breaker::record_op(&tool.spec.name, &config, admission, outcome) {
+            self.tell_breaker(&tool.spec.name, op, now, step);
         }
     }
 
+    /// An outcome told to a tool's breaker: its answer updates this process's view of it, at once from the memory
+    /// store, when its ticket is answered from a shared one.
+    pub(super) fn tell_breaker(&mut self, tool: &str, op: Op, now: Instant, step: &mut Step) {
+        if self.shared.is_some() {
+            self.send(vec![op], Wait::Breaker(tool.to_string()), now);
+        } else {
+            let reply = self.store.answer(op, now);
+            let _ = self.breaker_said(tool, &reply, now, step);
+        }
+    }
+
+    /// What the store said of a breaker becomes this process's view of it, and a change of phase is reported. Err:
+    /// the store failed, and the view stays as it was.
+    pub(super) fn breaker_said(&mut self, name: &str, reply: &Reply, now: Instant, step: &mut Step) -> Result<BreakerSaid, String> {
+        let said = BreakerSaid::of(reply)?;
+        let until = if said.phase == Phase::Open { after(now, said.open_for) } else { now };
+        match self.breaker_views.get_mut(name) {
+            Some(view) => *view = (said.phase, until),
+            None => {
+                self.breaker_views.insert(name.to_string(), (said.phase, until));
+            }
+        }
+        if let Some(from) = said.from {
+            self.breaker_changed(Transition { tool: name.to_string(), from, to: said.phase, calls: said.calls, failures: said.failures }, step);
+        }
+        Ok(said)
+    }
+
     /// A breaker changed phase: the trace hears of it, and an opening is counted.
-    pub(super) fn breaker_changed(&mut self, transition: Transition, step: &mut Step) {
+    fn breaker_changed(&mut self, transition: Transition, step: &mut Step) {
         tracing::debug!(tool = %transition.tool, from = transition.from.as_str(), to = transition.to.as_str(), "circuit breaker");
         if transition.to == Phase::Open {
             counters_of(&mut self.counters, &transition.tool).breaker_opened += 1;
@@ -200,38 +226,31 @@ impl Engine {
         step.breaker.push(transition);
     }
 
-    /// Each tool's breaker phase, for the stats: the memory store's, or what the shared store last said.
+    /// Each tool's breaker phase, for the stats, as the store last said.
     pub(super) fn breaker_phase(&self, tool: &str, now: Instant) -> Option<Phase> {
         self.registry.get(tool)?.breaker?;
-        if self.shared.is_some() {
-            return Some(match self.breaker_views.get(tool) {
-                None => Phase::Closed,
-                // An opening whose time is up lets a trial through at the next call.
-                Some((Phase::Open, until)) if now >= *until => Phase::HalfOpen,
-                Some((phase, _)) => *phase,
-            });
-        }
-        Some(match self.store.peek_breaker(tool) {
+        Some(match self.breaker_views.get(tool) {
             None => Phase::Closed,
-            Some(state) => state.phase_at(self.store.clock().ms(now)),
+            // An opening whose time is up lets a trial through at the next call.
+            Some((Phase::Open, until)) if now >= *until => Phase::HalfOpen,
+            Some((phase, _)) => *phase,
         })
     }
 }
 
 /// The result of a call a budget refuses (it would add `amount`; `by`: whose budget), counted.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn refuse_budget(counters: &mut BTreeMap<String, ToolCounters>, slot: &mut Slot, line: &Limit, amount: f64, used: f64, resets_in: Option<Duration>, by: Vec<(String, String)>) -> Box<ToolResult> {
-    let name = slot.tool.as_ref().expect("a scheduled call has a tool").spec.name.clone();
+fn refuse_budget(counters: &mut BTreeMap<String, ToolCounters>, slot: &mut Slot, line: &Limit, amount: f64, used: f64, resets_in: Option<Duration>, by: Vec<(String, String)>) -> Box<ToolResult> {
+    let name = slot.tool().spec.name.clone();
     slot.marks.push(mark("budget", "exceeded"));
     counters_of(counters, &name).budget_exceeded += 1;
     Box::new(budget::exceeded(slot.id.clone(), &name, line, amount, used, resets_in, by))
 }
 
 /// The result of an attempt the breaker refuses, counted.
-pub(super) fn refuse_attempt(counters: &mut BTreeMap<String, ToolCounters>, slot: &mut Slot, phase: Phase, wait: Duration) -> Box<ToolResult> {
-    let name = slot.tool.as_ref().expect("a scheduled call has a tool").spec.name.clone();
+fn refuse_attempt(counters: &mut BTreeMap<String, ToolCounters>, slot: &mut Slot, phase: Phase, wait: Duration) -> Box<ToolResult> {
+    let name = slot.tool().spec.name.clone();
     slot.marks.push(mark("breaker", phase.as_str()));
     counters_of(counters, &name).breaker_refused += 1;
     Box::new(breaker::refused(slot.id.clone(), &name, phase, wait))
 }
-

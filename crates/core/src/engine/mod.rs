@@ -29,31 +29,29 @@ use crate::store::{MemoryLimits, MemoryStore, Store};
 use crate::text::char_count;
 use crate::timer::{after, Deadlines};
 use crate::metrics::CallMetrics;
-use crate::panic::{self, contained};
-use crate::{invoke, json, shape};
+use crate::{json, shape};
 
 mod admission;
+mod asking;
 mod call;
 mod cancellation;
 mod commands;
 mod counters;
 mod flights;
 mod guards;
-mod remote;
 mod running;
 mod settlement;
+mod tickets;
 mod wire;
 pub use commands::CommandTask;
 pub use counters::ToolCounters;
 pub use settlement::{Shaped, Shaping};
 pub use wire::{HostAnswer, HostKind, HostRequest, Start, Step};
-use remote::Shared;
-use call::{Slot, Spent, Deferred, DedupMark, Turn, Run};
-use admission::{remembered_key, stopped_after};
-use flights::{FlightRole, reuse_key};
-use cancellation::{TurnEnd};
+use call::{At, Run, Turn};
+use cancellation::TurnEnd;
+use counters::tally;
 use settlement::Sealing;
-use counters::{counters_of, tally};
+use tickets::Shared;
 
 /// Everything the watcher can wake the engine for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -96,7 +94,7 @@ pub struct Engine {
     /// The flight identical calls may join, by cache key (an invalidated flight is no longer listed).
     flights: HashMap<String, u32>,
     /// The calls waiting on each flight, by flight id, until the flight's call settles.
-    flight_waiters: FxHashMap<u32, Vec<(u32, usize)>>,
+    flight_waiters: FxHashMap<u32, Vec<At>>,
     next_flight: u32,
     rate_limit: Option<RateLimit>,
     shaper: Arc<Shaper>,
@@ -104,8 +102,8 @@ pub struct Engine {
     rollbacks: Bounded<String, u32>,
     /// The executor's permission rules and mode, under every context's.
     permissions: Arc<Permissions>,
-    /// Requests the host has not answered: ticket → (turn, call index, kind, answer deadline).
-    tickets: FxHashMap<u32, (u32, usize, HostKind, Instant)>,
+    /// Requests the host has not answered: ticket → (call, kind, answer deadline).
+    tickets: FxHashMap<u32, (At, HostKind, Instant)>,
     next_ticket: u32,
     /// Requests made since the last step went out.
     outbox: Vec<HostRequest>,
@@ -119,10 +117,8 @@ pub struct Engine {
     places_freed: bool,
     /// The store shared between processes, when there is one: the tickets it has not answered, and what goes out.
     shared: Option<Shared>,
-    /// With a shared store: each breaker's phase as the store last said, and until when it is open.
+    /// Each breaker's phase as the store last said, and until when it is open.
     breaker_views: FxHashMap<String, (Phase, Instant)>,
-    /// Where a budget counter's key is written before the memory store looks it up.
-    key: String,
     /// The processes of command tools, and background jobs.
     commands: Arc<crate::command::Hub>,
     next_turn: u32,
@@ -179,7 +175,6 @@ impl Engine {
             places_freed: false,
             shared: options.store.clone().map(Shared::new),
             breaker_views: FxHashMap::default(),
-            key: String::new(),
             commands: Arc::default(),
             options,
             registry: Registry::default(),
@@ -262,63 +257,28 @@ impl Engine {
         self.next_turn = self.next_turn.wrapping_add(1).max(1);
         // Whole milliseconds, as Date.now() gives them.
         let begun_epoch_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_millis() as f64);
-        let mut slots = Vec::with_capacity(calls.len());
-        let mut args = FxHashMap::default();
-        let mut runnable = Vec::new();
-        // With stopOnError, a state-changing call refused here stops every call after it.
-        let mut stopped_by: Option<(String, String)> = None;
-        for (index, mut call) in calls.into_iter().enumerate() {
-            // Stations 1–7 on what the model sent: a bug there costs this call alone.
-            let admitted = contained(|| {
-                let (mut slot, mut valid_args) = self.admit(&mut call, &policy);
-                if let (Some(_), Some((id, name)), Some(t)) = (&valid_args, &stopped_by, &slot.tool) {
-                    slot.marks.push(mark("invoke", "not_executed"));
-                    slot.result = Some(Box::new(invoke::not_executed(slot.id.clone(), &t.spec.name, &stopped_after(&self.shaper, id, name))));
-                    valid_args = None;
-                } else if let (Some(args), Some(tool)) = (&valid_args, slot.tool.clone()) {
-                    let runs = self.gate(None, turn_id, index, &mut slot, &tool, args, &policy, now)
-                        && (slot.pending.is_some() || self.avoid(turn_id, index, &mut slot, &tool, args, &policy.fields, now));
-                    if !runs {
-                        valid_args = None;
-                    }
-                }
-                (slot, valid_args)
-            });
-            let (slot, valid_args) = admitted.unwrap_or_else(|bug| {
-                let mut slot = Slot::new(call.id.clone());
-                slot.marks.push(mark("lookup", "internal_error"));
-                let error = panic::internal_error("checking this call, so it was not run", &bug);
-                slot.result = Some(Box::new(ToolResult::failure(call.id.clone(), call.name.clone(), ErrorKind::HandlerError, error, false)));
-                (slot, None)
-            });
-            let tool = slot.tool.clone();
-            if let Some(value) = valid_args {
-                runnable.push((index, tool.as_ref().is_some_and(|t| t.spec.read_only)));
-                args.insert(index, value);
-            }
-            if options.stop_on_error && stopped_by.is_none() && slot.result.as_ref().is_some_and(|r| !r.success) {
-                if let Some(t) = tool.filter(|t| !t.spec.read_only) {
-                    stopped_by = Some((slot.id.clone(), t.spec.name.clone()));
-                }
-            }
-            slots.push(slot);
-        }
-        let open = runnable.len();
         let deadline = options.deadline_ms.map(|ms| (after(now, Duration::from_millis(ms)), ms));
-        let mut turn = Turn {
-            slots,
-            args,
-            schedule: Schedule::new(runnable, self.options.concurrency),
-            open,
+        let turn = Turn {
+            slots: Vec::with_capacity(calls.len()),
+            args: FxHashMap::default(),
+            schedule: Schedule::new([], self.options.concurrency),
+            open: 0,
             begun: now,
             begun_epoch_ms,
             deadline,
             stop_on_error: options.stop_on_error,
             owner: artifacts::owner(&policy.fields).map(Arc::from),
-            policy: policy.clone(),
+            policy,
             done_reported: false,
             calls_run: FxHashMap::default(),
         };
+        self.turns.insert(turn_id, turn);
+        let mut step = Step::default();
+        let runnable = self.admit_calls(turn_id, calls, now, &mut step);
+        let open = runnable.len();
+        let turn = self.turns.get_mut(&turn_id).expect("just opened");
+        turn.schedule = Schedule::new(runnable, self.options.concurrency);
+        turn.open = open;
         let sealing = Sealing { note: self.options.repair.note, trace: self.options.trace, begun: now, begun_epoch_ms, shaper: &self.shaper };
         for slot in turn.slots.iter_mut() {
             if let Some(mut result) = slot.result.take() {
@@ -332,14 +292,12 @@ impl Engine {
                 slot.result = Some(result);
             }
         }
-        self.turns.insert(turn_id, turn);
-        if let Some((at, _)) = deadline.filter(|_| open > 0) {
-            self.deadlines.arm(at, Alarm::Turn(turn_id));
+        if let Some((end, _)) = deadline.filter(|_| open > 0) {
+            self.deadlines.arm(end, Alarm::Turn(turn_id));
         }
-        let mut step = match cancelled {
-            Some(reason) => self.cancel(turn_id, reason, &[], now),
-            None => Step::default(),
-        };
+        if let Some(reason) = cancelled {
+            step.absorb(self.cancel(turn_id, reason, &[], now));
+        }
         step.turn = Some(turn_id);
         self.dirty.insert(turn_id);
         self.drain(now, &mut step);
@@ -350,9 +308,9 @@ impl Engine {
     /// turn ended, changes nothing.
     pub fn answer(&mut self, ticket: u32, answer: HostAnswer, now: Instant) -> Step {
         let mut step = Step::default();
-        if let Some((turn_id, index, kind, at)) = self.tickets.remove(&ticket) {
-            self.deadlines.disarm(at, Alarm::Host(ticket));
-            self.resolve(turn_id, index, ticket, kind, answer, now, &mut step);
+        if let Some((at, kind, due)) = self.tickets.remove(&ticket) {
+            self.deadlines.disarm(due, Alarm::Host(ticket));
+            self.resolve(at, ticket, kind, answer, now, &mut step);
         }
         self.drain(now, &mut step);
         step
@@ -403,7 +361,7 @@ impl Engine {
             _ => return None,
         };
         let mut step = Step::default();
-        let tool = self.turns.get(&r.turn).and_then(|t| t.slots[r.index].tool.as_ref()).map(|t| t.spec.name.clone());
+        let tool = self.open_slot(r.at).and_then(|slot| slot.tool.as_ref()).map(|t| t.spec.name.clone());
         self.time_out(run, alarm, now, &mut step);
         if let Some(tool) = tool {
             self.note_late_settlement(&tool);
@@ -419,14 +377,13 @@ impl Engine {
     /// the handler has answered) and the work of normalize and shape is handed out, for the host to do on
     /// another thread and return through `shaped`. None for a late settlement.
     pub fn begin_shaping(&mut self, run: u32) -> Option<Shaping> {
-        let Run { turn, index, verdict, .. } = self.end_run(run)?;
-        let turn_ref = self.turns.get(&turn)?;
-        let slot = &turn_ref.slots[index];
+        let Run { at, verdict, .. } = self.end_run(run)?;
+        let turn_ref = self.turns.get(&at.turn)?;
+        let slot = &turn_ref.slots[at.index];
         Some(Shaping {
-            turn,
-            index,
+            at,
             call_id: slot.id.clone(),
-            tool: slot.tool.clone().expect("a run has a tool"),
+            tool: slot.tool().clone(),
             verdict,
             shaper: self.shaper.clone(),
             readers: self.registry.get(ARTIFACT_READER).is_some(),
@@ -437,15 +394,15 @@ impl Engine {
     /// A settlement normalized and shaped: the call retries or settles.
     pub fn shaped(&mut self, shaped: Shaped, now: Instant) -> Step {
         let mut step = Step::default();
-        let Shaped { turn: turn_id, index, result, marks } = shaped;
-        let Some(turn) = self.turns.get_mut(&turn_id) else { return step };
-        let slot = &mut turn.slots[index];
+        let Shaped { at, result, marks } = shaped;
+        let Some(turn) = self.turns.get_mut(&at.turn) else { return step };
+        let slot = &mut turn.slots[at.index];
         slot.marks.extend(marks);
         if slot.ended_early {
             // Its turn ended while it was shaped: the answer stands, there is no retry.
-            self.settle(turn_id, index, result, now, &mut step);
+            self.settle(at, result, now, &mut step);
         } else {
-            self.attempt_ended(turn_id, index, result, now, &mut step);
+            self.attempt_ended(at, result, now, &mut step);
         }
         self.drain(now, &mut step);
         step
@@ -571,12 +528,12 @@ impl Engine {
         for alarm in self.deadlines.pop_expired(now) {
             match alarm {
                 Alarm::Total(run) | Alarm::Idle(run) => self.time_out(run, alarm, now, &mut step),
-                Alarm::Retry(turn_id, index) => self.retry_now(turn_id, index, now, &mut step),
-                Alarm::RateWait(turn_id, index) => self.token_due(turn_id, index, now, &mut step),
+                Alarm::Retry(turn, index) => self.retry_now(At { turn, index }, now, &mut step),
+                Alarm::RateWait(turn, index) => self.token_due(At { turn, index }, now, &mut step),
                 Alarm::Turn(turn_id) => self.end_turn_early(turn_id, now, &[], &mut step, TurnEnd::Deadline),
                 Alarm::Host(ticket) => self.host_timed_out(ticket, now, &mut step),
                 Alarm::Store(ticket) => self.store_timed_out(ticket, now, &mut step),
-                Alarm::Poll(turn_id, index) => self.poll_due(turn_id, index, now, &mut step),
+                Alarm::Poll(turn, index) => self.poll_due(At { turn, index }, now, &mut step),
             }
         }
         self.drain(now, &mut step);

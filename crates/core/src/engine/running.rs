@@ -6,61 +6,50 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::ratelimit::{self};
+use crate::ops::Reply;
+use crate::ratelimit::{self, Token, Want};
 use crate::result::{AttemptError, ToolResult};
-use crate::store::{Bucket, Take};
 use crate::timer::after;
-use crate::{invoke, keys, retry};
+use crate::{invoke, retry};
 
-use super::{Engine, Alarm, mark, millis};
-use super::wire::{Start, Step};
-use super::call::{Reserved, Run};
+use super::asking::{Asked, Plan, Resumed};
+use super::call::{At, Reserved, Run, Slot};
 use super::counters::counters_of;
+use super::wire::{Start, Step};
+use super::{mark, millis, Alarm, Engine};
 
 impl Engine {
-    /// The buckets a call's tokens come from: the executor's and the tool's, each keyed by its split field, with
-    /// the wait the call may make for it (never past its turn's deadline), and whether it is the executor's.
-    pub(super) fn limits_of(&self, turn_id: u32, index: usize, now: Instant) -> Vec<(String, Bucket, Duration, bool)> {
-        let turn = self.turns.get(&turn_id).expect("a live turn");
-        let tool = turn.slots[index].tool.as_ref().expect("a scheduled call has a tool");
-        let latest = turn.deadline.map(|(at, _)| at);
-        [(self.rate_limit.as_ref(), true), (tool.rate_limit.as_ref(), false)]
-            .into_iter()
-            .filter_map(|(limit, whole)| {
-                let limit = limit?;
-                let split = limit.key.as_ref().map_or("", |field| turn.policy.fields.get(field).map_or("", String::as_str));
-                let key = if whole { format!("*{}{split}", keys::SEP) } else { format!("{}{}{split}", tool.spec.name, keys::SEP) };
-                let max_wait = latest.map_or(limit.max_wait, |end| limit.max_wait.min(end.saturating_duration_since(now)));
-                Some((key, limit.bucket, max_wait, whole))
-            })
-            .collect()
+    /// The buckets the call's tokens come from, with the wait it may make for each (never past its turn's end).
+    pub(super) fn wants(&self, at: At, now: Instant) -> Vec<Want> {
+        let turn = self.turn(at);
+        let tool = turn.slots[at.index].tool();
+        let latest = turn.deadline.map(|(end, _)| end);
+        ratelimit::wants(self.rate_limit.as_ref(), &tool.spec.name, tool.rate_limit.as_ref(), &turn.policy.fields, latest, now)
     }
 
-    /// Station 8 for a call the scheduler hands out: a token from the executor's bucket and the tool's, now or
-    /// after a wait the call may make; else a `rate_limited` result.
-    pub(super) fn take_tokens(&mut self, turn_id: u32, index: usize, now: Instant) -> Result<Option<(Instant, Reserved)>, Box<ToolResult>> {
-        let mut ready_at = now;
-        let mut taken = Vec::new();
-        for (bucket_key, bucket, max_wait, whole) in self.limits_of(turn_id, index, now) {
-            match self.store.take_token(&bucket_key, bucket, max_wait, now) {
-                Take::Now => taken.push((bucket_key, bucket)),
-                Take::After(wait) => {
-                    ready_at = ready_at.max(after(now, wait));
-                    taken.push((bucket_key, bucket));
-                }
-                Take::Refused(wait) => {
-                    // The call does not run: a token the other bucket gave it goes back.
-                    for (key, bucket) in taken {
-                        self.store.refund_token(&key, bucket);
-                    }
-                    let slot = &self.turns[&turn_id].slots[index];
-                    let name = slot.tool.as_ref().expect("a scheduled call has a tool").spec.name.clone();
+    /// The store's answer to one of the call's token takes: the wait before the token is the call's (zero: now),
+    /// or None when it took none (refused: the call is answered `rate_limited`, or the store failed).
+    pub(super) fn token_taken(&mut self, slot: &mut Slot, want: &Want, reply: &Reply, resumed: &mut Resumed) -> Option<Duration> {
+        let name = slot.tool().spec.name.clone();
+        match Token::of(reply) {
+            Token::Now => return Some(Duration::ZERO),
+            Token::After(wait) => return Some(wait),
+            Token::Refused(wait) if resumed.runs() => {
+                counters_of(&mut self.counters, &name).rate_limited += 1;
+                slot.marks.push(mark("rate_limit", "refused"));
+                *resumed = Resumed::Answered(Box::new(ratelimit::refused(slot.id.clone(), &name, want.whole, wait)));
+            }
+            Token::Failed(e) if resumed.runs() => {
+                slot.store_error = Some(e.clone());
+                if self.on_error().rate_limit == crate::shared::Fail::Closed {
                     counters_of(&mut self.counters, &name).rate_limited += 1;
-                    return Err(Box::new(ratelimit::refused(slot.id.clone(), &name, whole, wait)));
+                    slot.marks.push(mark("rate_limit", "unavailable"));
+                    *resumed = Resumed::Answered(Box::new(crate::shared::no_token(slot.id.clone(), &name, &e)));
                 }
             }
+            _ => {}
         }
-        Ok((ready_at > now).then_some((ready_at, taken)))
+        None
     }
 
     /// Starts what the turn's schedule allows and reports the turn done when nothing is left open.
@@ -72,7 +61,7 @@ impl Engine {
         // Places taken in this round, so that the next candidate of the same tool sees them.
         let mut admitted: HashMap<&str, usize> = HashMap::new();
         let ready = turn.schedule.ready(|index| {
-            let tool = slots[index].tool.as_ref().expect("a scheduled call has a tool");
+            let tool = slots[index].tool();
             let Some(cap) = tool.spec.max_concurrency else { return true };
             let name = tool.spec.name.as_str();
             let taken = admitted.entry(name).or_default();
@@ -87,7 +76,7 @@ impl Engine {
             self.held_back.insert(turn_id);
         }
         for index in ready {
-            self.launch(turn_id, index, now, step);
+            self.launch(At { turn: turn_id, index }, now, step);
         }
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
         if turn.open == 0 && !turn.done_reported {
@@ -97,72 +86,74 @@ impl Engine {
         }
     }
 
-    /// Station 8, then invoke: budgets (on the first attempt) and the breaker, then start now, wait for a reserved
-    /// token, or answer `rate_limited`. A call they refuse takes no token.
-    pub(super) fn run_now(&mut self, turn_id: u32, index: usize, now: Instant, step: &mut Step) {
-        let first = self.turns[&turn_id].slots[index].attempts == 0;
-        let spends = if first {
-            match self.spend_budgets(turn_id, index, now) {
+    /// Station 8, then invoke: budgets (on the first attempt), the breaker and the tokens are asked of the store,
+    /// and the call starts now, waits for a reserved token, or is answered (`budget_exceeded`, `unavailable`,
+    /// `rate_limited`). A call they refuse takes no token; one under none of them starts at once.
+    pub(super) fn run_now(&mut self, at: At, now: Instant, step: &mut Step) {
+        let spends = if self.slot(at).attempts == 0 {
+            match self.spend_per_turn(at) {
                 Ok(spends) => spends,
-                Err(refused) => return self.settle(turn_id, index, refused, now, step),
+                Err(refused) => return self.settle(at, refused, now, step),
             }
         } else {
             Vec::new()
         };
-        let ask_breaker = match self.admit_attempt(turn_id, index, now, step) {
-            Ok(admitted) => matches!(admitted, super::guards::Admitted::AskStore),
-            Err(refused) => return self.settle(turn_id, index, refused, now, step),
+        let asks_breaker = match self.breaker_first(at, now) {
+            Ok(asks) => asks,
+            Err(refused) => return self.settle(at, refused, now, step),
         };
+        let takes = self.wants(at, now);
+        if spends.is_empty() && !asks_breaker && takes.is_empty() {
+            return self.start_run(at, now, step);
+        }
+        let name = self.slot(at).tool().spec.name.clone();
         if self.shared.is_some() {
-            return self.ask_tokens(turn_id, index, spends, ask_breaker, now, step);
+            self.take_place(&name); // held while it waits on its ticket
         }
-        match self.take_tokens(turn_id, index, now) {
-            Ok(None) => self.start_run(turn_id, index, now, step),
-            Ok(Some((at, reserved))) => self.wait_for_token(turn_id, index, at, reserved),
-            Err(refused) => {
-                self.turns.get_mut(&turn_id).expect("a live turn").slots[index].marks.push(mark("rate_limit", "refused"));
-                self.settle(turn_id, index, refused, now, step);
-            }
-        }
+        let mut plan = Plan::new(Asked::Running);
+        plan.spends = spends;
+        plan.breaker = asks_breaker.then_some(name);
+        plan.takes = Some(takes);
+        self.ask(at, plan, now, step);
     }
 
     /// The call reserved a token due at `at`; it keeps its places (schedule and tool) while it waits.
-    pub(super) fn wait_for_token(&mut self, turn_id: u32, index: usize, at: Instant, reserved: Reserved) {
-        let slot = &mut self.turns.get_mut(&turn_id).expect("a live turn").slots[index];
+    pub(super) fn wait_for_token(&mut self, at: At, due: Instant, reserved: Reserved) {
+        let slot = self.slot_mut(at);
         slot.marks.push(mark("rate_limit", "waited"));
-        slot.rate_wait = Some((at, reserved));
-        let name = slot.tool.as_ref().expect("a scheduled call has a tool").spec.name.clone();
+        slot.rate_wait = Some((due, reserved));
+        let name = slot.tool().spec.name.clone();
         self.take_place(&name);
-        self.deadlines.arm(at, Alarm::RateWait(turn_id, index));
+        self.deadlines.arm(due, Alarm::RateWait(at.turn, at.index));
     }
 
-    pub(super) fn token_due(&mut self, turn_id: u32, index: usize, now: Instant, step: &mut Step) {
-        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
-        let slot = &mut turn.slots[index];
+    pub(super) fn token_due(&mut self, at: At, now: Instant, step: &mut Step) {
+        let Some(turn) = self.turns.get_mut(&at.turn) else { return };
+        let slot = &mut turn.slots[at.index];
         if slot.rate_wait.take().is_none() {
             return;
         }
-        let name = slot.tool.as_ref().expect("a waiting call has a tool").spec.name.clone();
+        let name = slot.tool().spec.name.clone();
         self.release_place(&name); // taken again by start_run
-        self.start_run(turn_id, index, now, step);
+        self.start_run(at, now, step);
     }
 
     /// Hands out one attempt of a call: a fresh run id (and so a fresh signal in the host) and its deadlines.
-    pub(super) fn start_run(&mut self, turn_id: u32, index: usize, now: Instant, step: &mut Step) {
-        let tool = self.turns.get(&turn_id).expect("a live turn").slots[index].tool.clone().expect("a scheduled call has a tool");
+    pub(super) fn start_run(&mut self, at: At, now: Instant, step: &mut Step) {
+        let tool = self.tool_of(at);
         self.take_place(&tool.spec.name);
-        let turn = self.turns.get_mut(&turn_id).expect("a live turn");
-        let slot = &mut turn.slots[index];
+        let turn = self.turns.get_mut(&at.turn).expect("a live turn");
+        let slot = &mut turn.slots[at.index];
         let run = self.next_run;
         self.next_run = self.next_run.wrapping_add(1).max(1);
         let (total, idle_ms) = Self::run_limits(&tool);
         let total_at = after(now, total);
         self.deadlines.arm(total_at, Alarm::Total(run));
         let idle = idle_ms.map(|ms| (after(now, Duration::from_millis(ms)), ms));
-        if let Some((at, _)) = idle {
-            self.deadlines.arm(at, Alarm::Idle(run));
+        if let Some((due, _)) = idle {
+            self.deadlines.arm(due, Alarm::Idle(run));
         }
-        self.runs.insert(run, Run { turn: turn_id, index, total_at, idle, verdict: None });
+        self.runs.insert(run, Run { at, total_at, idle, verdict: None });
         slot.scheduled = true;
         slot.first_started.get_or_insert(now);
         slot.started = Some(now);
@@ -171,12 +162,12 @@ impl Engine {
         slot.attempts += 1;
         step.start.push(Start {
             run,
-            turn: turn_id,
+            turn: at.turn,
             call_id: slot.id.clone(),
             name: tool.spec.name.clone(),
-            args: turn.args.get(&index).cloned().unwrap_or(Value::Null),
+            args: turn.args.get(&at.index).cloned().unwrap_or(Value::Null),
             attempt: slot.attempts,
-            index,
+            index: at.index,
         });
     }
 
@@ -184,10 +175,10 @@ impl Engine {
     pub(super) fn end_run(&mut self, run: u32) -> Option<Run> {
         let r = self.runs.remove(&run).or_else(|| self.held.remove(&run))?;
         self.deadlines.disarm(r.total_at, Alarm::Total(run));
-        if let Some((at, _)) = r.idle {
-            self.deadlines.disarm(at, Alarm::Idle(run));
+        if let Some((due, _)) = r.idle {
+            self.deadlines.disarm(due, Alarm::Idle(run));
         }
-        if let Some(name) = self.turns.get(&r.turn).and_then(|t| t.slots[r.index].tool.as_ref()).map(|t| t.spec.name.clone()) {
+        if let Some(name) = self.open_slot(r.at).and_then(|slot| slot.tool.as_ref()).map(|t| t.spec.name.clone()) {
             self.release_place(&name);
         }
         Some(r)
@@ -213,9 +204,9 @@ impl Engine {
 
     pub(super) fn time_out(&mut self, run: u32, alarm: Alarm, now: Instant, step: &mut Step) {
         let Some(r) = self.end_run(run) else { return };
-        let Some(turn) = self.turns.get_mut(&r.turn) else { return };
-        let slot = &mut turn.slots[r.index];
-        let tool = slot.tool.clone().expect("a run has a tool");
+        let Some(turn) = self.turns.get_mut(&r.at.turn) else { return };
+        let slot = &mut turn.slots[r.at.index];
+        let tool = slot.tool().clone();
         let counters = counters_of(&mut self.counters, &tool.spec.name);
         let result = match (alarm, r.idle) {
             (Alarm::Idle(_), Some((_, idle_ms))) => {
@@ -230,22 +221,22 @@ impl Engine {
         let kind = result.error_kind.expect("a timeout is a failure");
         slot.marks.push(mark("invoke", kind.as_str()));
         step.abort.push((run, kind));
-        self.attempt_ended(r.turn, r.index, Box::new(result), now, step);
+        self.attempt_ended(r.at, Box::new(result), now, step);
     }
 
     /// One attempt failed or succeeded: retry it after a backoff when the retry station allows, else settle.
-    pub(super) fn attempt_ended(&mut self, turn_id: u32, index: usize, result: Box<ToolResult>, now: Instant, step: &mut Step) {
-        self.attempt_outcome(turn_id, index, &result, true, now, step);
-        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
+    pub(super) fn attempt_ended(&mut self, at: At, result: Box<ToolResult>, now: Instant, step: &mut Step) {
+        self.attempt_outcome(at, &result, true, now, step);
+        let Some(turn) = self.turns.get_mut(&at.turn) else { return };
         let deadline = turn.deadline;
-        let slot = &mut turn.slots[index];
-        let tool = slot.tool.clone().expect("an attempted call has a tool");
+        let slot = &mut turn.slots[at.index];
+        let tool = slot.tool().clone();
         if !result.success && retry::eligible(&result, slot.attempts, &tool.retry) {
             let wait = retry::delay(&tool.retry, slot.attempts, result.retry_after_ms);
-            let at = after(now, wait);
+            let due = after(now, wait);
             let first = slot.first_started.unwrap_or(now);
-            let within_budget = at.saturating_duration_since(first) <= Duration::from_millis(tool.retry.max_elapsed_ms);
-            let before_deadline = deadline.is_none_or(|(end, _)| at < end);
+            let within_budget = due.saturating_duration_since(first) <= Duration::from_millis(tool.retry.max_elapsed_ms);
+            let before_deadline = deadline.is_none_or(|(end, _)| due < end);
             if within_budget && before_deadline {
                 slot.attempt_errors.push(AttemptError {
                     attempt: slot.attempts,
@@ -254,28 +245,28 @@ impl Engine {
                     retry_in_ms: millis(wait),
                 });
                 slot.marks.push(mark("retry", "scheduled"));
-                slot.backoff = Some(Box::new((at, *result)));
+                slot.backoff = Some(Box::new((due, *result)));
                 slot.run = None;
-                self.renew_lease(turn_id, index, wait, now);
+                self.renew_lease(at, wait, now);
                 // The call keeps its place under the tool's maxConcurrency while it waits to retry.
                 self.take_place(&tool.spec.name);
-                self.deadlines.arm(at, Alarm::Retry(turn_id, index));
+                self.deadlines.arm(due, Alarm::Retry(at.turn, at.index));
                 return;
             }
         }
-        self.settle(turn_id, index, result, now, step);
+        self.settle(at, result, now, step);
     }
 
-    pub(super) fn retry_now(&mut self, turn_id: u32, index: usize, now: Instant, step: &mut Step) {
-        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
-        let slot = &mut turn.slots[index];
+    pub(super) fn retry_now(&mut self, at: At, now: Instant, step: &mut Step) {
+        let Some(turn) = self.turns.get_mut(&at.turn) else { return };
+        let slot = &mut turn.slots[at.index];
         if slot.backoff.take().is_none() || slot.result.is_some() {
             return;
         }
-        let name = slot.tool.as_ref().expect("a retried call has a tool").spec.name.clone();
+        let name = slot.tool().spec.name.clone();
         counters_of(&mut self.counters, &name).retries += 1;
         self.release_place(&name); // taken again by start_run
         // Every attempt reaches the upstream, so every attempt takes a rate-limit token.
-        self.run_now(turn_id, index, now, step);
+        self.run_now(at, now, step);
     }
 }

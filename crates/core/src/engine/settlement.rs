@@ -6,11 +6,9 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::artifacts;
 use crate::cache::Kept;
-use crate::dedup::Mode;
+use crate::dedup::{self, Mode};
 use crate::normalize::{self, normalize, Outcome};
-use crate::fields::Fields;
 use crate::registry::Tool;
 use crate::repair;
 use crate::result::{failure_output, ErrorKind, PermissionNote, Rollback, StationMark, ToolResult};
@@ -21,7 +19,7 @@ use crate::{fence, invoke, shape, validate};
 
 use super::{Engine, Alarm, mark, millis};
 use super::wire::Step;
-use super::call::Slot;
+use super::call::{At, Slot};
 use super::admission::stopped_after;
 use super::counters::tally;
 
@@ -31,8 +29,7 @@ pub(super) const SENT_MAX_BYTES: usize = 256 * 1024;
 /// A handler's settlement on its way through normalize and shape (stations 11 and 12), which may be done on
 /// another thread: it holds everything it needs.
 pub struct Shaping {
-    pub(super) turn: u32,
-    pub(super) index: usize,
+    pub(super) at: At,
     pub(super) call_id: String,
     pub(super) tool: Arc<Tool>,
     /// The host's judgement of the value (a `rollbackWhen` function), when it made one.
@@ -44,8 +41,7 @@ pub struct Shaping {
 
 /// A settlement shaped, for `Engine::shaped`.
 pub struct Shaped {
-    pub(super) turn: u32,
-    pub(super) index: usize,
+    pub(super) at: At,
     pub(super) result: Box<ToolResult>,
     pub(super) marks: Vec<StationMark>,
 }
@@ -64,13 +60,13 @@ impl Shaping {
     }
 
     pub(super) fn read_and_shape(self, read: impl FnOnce() -> Result<Outcome, String>) -> Shaped {
-        let _span = tracing::debug_span!("toolgate.shape", turn = self.turn, call = %self.shaper.redact_text(&self.call_id)).entered();
-        let (turn, index, call_id, tool) = (self.turn, self.index, self.call_id.clone(), self.tool.clone());
+        let _span = tracing::debug_span!("toolgate.shape", turn = self.at.turn, call = %self.shaper.redact_text(&self.call_id)).entered();
+        let (at, call_id, tool) = (self.at, self.call_id.clone(), self.tool.clone());
         let shaped = contained(|| read().map(|outcome| self.shape(outcome))).and_then(|read| read);
         shaped.unwrap_or_else(|bug| {
             let error = panic::internal_error("reading what the tool returned (it ran; its result is lost)", &bug);
             let result = Box::new(ToolResult::failure(call_id, tool.spec.name.clone(), ErrorKind::HandlerError, error, false));
-            Shaped { turn, index, result, marks: vec![mark("invoke", "returned"), mark("normalize", "internal_error")] }
+            Shaped { at, result, marks: vec![mark("invoke", "returned"), mark("normalize", "internal_error")] }
         })
     }
 
@@ -140,7 +136,7 @@ impl Shaping {
             result.output = fence::fence(&self.tool.spec.name, &result.output);
         }
         result.metadata.sent = sent;
-        Shaped { turn: self.turn, index: self.index, result, marks }
+        Shaped { at: self.at, result, marks }
     }
 }
 
@@ -196,38 +192,38 @@ impl Sealing<'_> {
 
 impl Engine {
     /// A call answered while it waited on the host: out of its schedule (or its place freed), then settled.
-    pub(super) fn settle_waiting(&mut self, turn_id: u32, index: usize, result: Box<ToolResult>, now: Instant, step: &mut Step) {
-        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
-        let slot = &turn.slots[index];
+    pub(super) fn settle_waiting(&mut self, at: At, result: Box<ToolResult>, now: Instant, step: &mut Step) {
+        let Some(turn) = self.turns.get_mut(&at.turn) else { return };
+        let slot = &turn.slots[at.index];
         if slot.scheduled {
-            let name = slot.tool.as_ref().expect("a call waiting on the host has a tool").spec.name.clone();
+            let name = slot.tool().spec.name.clone();
             self.release_place(&name);
         } else {
-            turn.schedule.remove(index);
+            turn.schedule.remove(at.index);
         }
-        self.settle(turn_id, index, result, now, step);
+        self.settle(at, result, now, step);
     }
 
     /// A call's final result. Its flight (if it ran one) is handed on, its turn is marked to advance.
-    pub(super) fn settle(&mut self, turn_id: u32, index: usize, mut result: Box<ToolResult>, now: Instant, step: &mut Step) {
+    pub(super) fn settle(&mut self, at: At, mut result: Box<ToolResult>, now: Instant, step: &mut Step) {
         // An attempt the breaker let through that ends here never reached its handler (or was stopped with its turn).
-        self.attempt_outcome(turn_id, index, &result, false, now, step);
-        if self.turns.get(&turn_id).is_some_and(|t| t.slots[index].attempts == 0) {
-            self.unspend_budgets(turn_id, index);
+        self.attempt_outcome(at, &result, false, now, step);
+        let Some(slot) = self.open_slot(at) else { return };
+        if slot.attempts == 0 {
+            self.unspend_budgets(at, now);
         }
-        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
-        let slot = &mut turn.slots[index];
+        let slot = self.slot(at);
         if slot.pending.is_some() || !slot.unanswered.is_empty() {
-            let mut asking = std::mem::replace(slot, Slot::new(String::new()));
-            self.settled_while_asking(&mut asking, &result);
-            self.turns.get_mut(&turn_id).expect("a live turn").slots[index] = asking;
+            let mut asking = self.lift(at);
+            self.settled_while_asking(&mut asking, &result, now);
+            self.put_back(at, asking);
         }
-        let slot = &mut self.turns.get_mut(&turn_id).expect("a live turn").slots[index];
+        let slot = &mut self.turns.get_mut(&at.turn).expect("a live turn").slots[at.index];
         let fills = slot.fills.take();
         // A call that joined a flight and ends without it (its turn ended, a policy skipped it) leaves the flight.
         if let Some((_, id)) = slot.joined.take() {
             if let Some(waiters) = self.flight_waiters.get_mut(&id) {
-                waiters.retain(|w| *w != (turn_id, index));
+                waiters.retain(|w| *w != at);
             }
         }
         let tool = slot.tool.clone();
@@ -246,11 +242,11 @@ impl Engine {
         if result.success && !result.cached && !result.metadata.reused && !local_only {
             // Kept before the dedup note is added: the note belongs to this call, not to the query's answer.
             let reuse = slot.dedup.as_ref().filter(|_| mode == Mode::Reuse).map(|d| (d.session.clone(), d.key.clone()));
-            let kept = (current || reuse.is_some()).then(|| Kept::of(&result));
+            let kept: Option<Arc<str>> = (current || reuse.is_some()).then(|| Kept::of(&result).into());
             if let (true, Some((key, id)), Some(rule), Some(kept)) = (current, &fills, tool.as_ref().and_then(|t| t.cache.as_ref()), &kept) {
-                self.keep_result(key.clone(), kept, rule.ttl, *id, now);
+                self.keep_result(key.clone(), kept.clone(), rule.ttl, *id, now);
             }
-            if let (Some((session, key)), Some(kept)) = (reuse, &kept) {
+            if let (Some((session, key)), Some(kept)) = (reuse, kept) {
                 self.keep_reused(&session, &key, kept, now);
             }
         }
@@ -258,26 +254,26 @@ impl Engine {
             let waiters = self.flight_waiters.remove(&id).unwrap_or_default();
             (key, id, waiters, result.clone())
         });
-        let slot = &self.turns.get(&turn_id).expect("a live turn").slots[index];
+        let slot = self.slot(at);
         if let Some(repeat) = &slot.dedup {
             repeat.annotate(&mut result, mode);
             // Refused a token, skipped, cancelled before it started: the query did not run after all.
             if slot.attempts == 0 && !result.cached && !result.metadata.shared_flight {
-                let (session, key) = (repeat.session.clone(), repeat.key.clone());
-                self.uncount(session, key);
+                let op = dedup::uncount(repeat.session.clone(), repeat.key.clone());
+                self.effect(op, now);
             }
         }
         if let Some((key, id, waiters, clean)) = flight {
-            self.hand_on_flight(key.clone(), id, waiters, &clean, answered, now, step);
-            self.release_lease(&key, id);
+            self.hand_on_flight((key.clone(), id), waiters, &clean, answered, now, step);
+            self.release_lease(&key, id, now);
         }
-        if let Some(why) = self.turns.get_mut(&turn_id).and_then(|t| t.slots[index].store_error.take()) {
+        if let Some(why) = self.turns.get_mut(&at.turn).and_then(|t| t.slots[at.index].store_error.take()) {
             self.note_store(&mut result, why);
         }
-        self.count_rollback(turn_id, index, &mut result);
-        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
+        self.count_rollback(at, &mut result, now);
+        let Some(turn) = self.turns.get_mut(&at.turn) else { return };
         let sealing = Sealing { note: self.options.repair.note, trace: self.options.trace, begun: turn.begun, begun_epoch_ms: turn.begun_epoch_ms, shaper: &self.shaper };
-        let slot = &mut turn.slots[index];
+        let slot = &mut turn.slots[at.index];
         let ran_ms = slot.first_started.map_or(0.0, |s| millis(now.saturating_duration_since(s)));
         result.attempts = slot.attempts;
         result.metadata.attempt_errors = std::mem::take(&mut slot.attempt_errors);
@@ -292,7 +288,7 @@ impl Engine {
         // Worded only when the turn stops: most results stop nothing.
         let why = stops_turn.then(|| stopped_after(&self.shaper, &slot.id, &result.name));
         tracing::debug!(
-            turn = turn_id,
+            turn = at.turn,
             call = %self.shaper.redact_text(&slot.id),
             tool = %result.name,
             outcome = result.error_kind.map_or("ok", ErrorKind::as_str),
@@ -303,37 +299,39 @@ impl Engine {
         );
         tally(&mut self.metrics, &mut self.unknown_tool_metrics, &result, true);
         slot.result = Some(result);
-        turn.args.remove(&index);
+        turn.args.remove(&at.index);
         turn.open -= 1;
         if let Some(why) = why {
             for skipped in turn.schedule.take_waiting() {
-                let slot = &mut self.turns.get_mut(&turn_id).expect("a live turn").slots[skipped];
+                let skipped = At { turn: at.turn, index: skipped };
+                let slot = self.slot_mut(skipped);
                 // One waiting on the host is answered now: its request no longer counts.
                 if let Some(ticket) = slot.pending.take() {
-                    if let Some((_, _, _, at)) = self.tickets.remove(&ticket) {
-                        self.deadlines.disarm(at, Alarm::Host(ticket));
+                    if let Some((_, _, due)) = self.tickets.remove(&ticket) {
+                        self.deadlines.disarm(due, Alarm::Host(ticket));
                     }
                 }
+                let slot = self.slot_mut(skipped);
                 let name = slot.tool.as_ref().map_or(String::new(), |t| t.spec.name.clone());
                 slot.marks.push(mark("invoke", "not_executed"));
                 let result = invoke::not_executed(slot.id.clone(), &name, &why);
-                self.settle(turn_id, skipped, Box::new(result), now, step);
+                self.settle(skipped, Box::new(result), now, step);
             }
         }
-        let Some(turn) = self.turns.get_mut(&turn_id) else { return };
+        let Some(turn) = self.turns.get_mut(&at.turn) else { return };
         if turn.open == 0 {
-            if let Some((at, _)) = turn.deadline {
-                self.deadlines.disarm(at, Alarm::Turn(turn_id));
+            if let Some((end, _)) = turn.deadline {
+                self.deadlines.disarm(end, Alarm::Turn(at.turn));
             }
         }
-        self.dirty.insert(turn_id);
+        self.dirty.insert(at.turn);
     }
 
     /// A judged tool's success: a flag counts toward the session's consecutive rollbacks, and past the limit it is
     /// no longer raised; a result not flagged ends the run of flags.
-    pub(super) fn count_rollback(&mut self, turn_id: u32, index: usize, result: &mut ToolResult) {
-        let Some(turn) = self.turns.get(&turn_id) else { return };
-        let judged = turn.slots[index].tool.as_ref().is_some_and(|t| !t.judge.is_empty());
+    fn count_rollback(&mut self, at: At, result: &mut ToolResult, now: Instant) {
+        let Some(turn) = self.turns.get(&at.turn) else { return };
+        let judged = turn.slots[at.index].tool.as_ref().is_some_and(|t| !t.judge.is_empty());
         if !judged || !result.success {
             return;
         }
@@ -350,17 +348,18 @@ impl Engine {
         } else {
             *count = 0;
         }
-        // Only a change goes to a shared store: most results of a judged tool are not flagged.
-        if flagged || before > 0 {
-            self.share_rollbacks(&session, flagged);
+        // Only a change goes to a shared store, for the other processes: most results of a judged tool are not
+        // flagged.
+        if (flagged || before > 0) && self.shared.is_some() && !session.is_empty() {
+            self.effect(judge::rollbacks_op(&session, flagged, self.options.dedup.session_ttl_ms), now);
         }
     }
 
     /// A result carrying an artifact, handed to a call other than the one that saved it: that call's context may
     /// read the artifact too.
-    pub(super) fn hand_over(&self, result: &ToolResult, fields: &Fields) {
+    pub(super) fn hand_over(&self, result: &ToolResult, at: At) {
         if let Some(path) = &result.metadata.artifact_path {
-            self.shaper.artifacts.grant(path, artifacts::owner(fields).as_deref());
+            self.shaper.artifacts.grant(path, self.turn(at).owner.as_deref());
         }
     }
 }
