@@ -1,5 +1,7 @@
 'use strict'
-// The Lua scripts of the Redis store, one per kind of operation. Each touches the keys of one hash slot only (the
+// The Lua scripts of the Redis store: the server side of the stations' store operations, one script per
+// operation, named after the station that asks it and the operation (`ratelimit.take`, the rate limit's token take;
+// the engine's own answers to the same operations are in crates/core/src/store.rs). Each touches the keys of one hash slot only (the
 // keys share a hash tag), so each runs atomically on one node of a Redis Cluster as well. Scripts return arrays
 // of strings and integers (Lua numbers become integers on the way out, hence fractions travel as strings) and
 // `false` for a missing value (it arrives as null; a Lua nil would cut the array short).
@@ -51,11 +53,23 @@ local function read_breaker(key, now)
 end
 `
 
+// How a session's hash takes a field another script reads back (a result kept for reuse, an approval remembered):
+// a new field in a session that already holds maxSessionKeys fields is skipped (returns 1), so that one session
+// cannot grow without bound.
+const SESSION_SET = `
+local function session_set(session, field, value, ttl, most)
+  if redis.call('HEXISTS', session, field) == 0 and redis.call('HLEN', session) >= tonumber(most) then return 1 end
+  redis.call('HSET', session, field, value)
+  redis.call('PEXPIRE', session, ttl)
+  return 0
+end
+`
+
 const SOURCES = {
   // KEYS: session. ARGV: ttlMs, refuse, reuse, rollbacks ('1' or '0'), maxSessionKeys, [key].
   // Counts the call under its dedup key (a full session counts nothing new: earlier stays 0), takes the count
   // back when the engine refuses repeats, and reads what the session kept for this key and its rollbacks.
-  count: `
+  'dedup.count': `
 local session, key = KEYS[1], ARGV[6]
 local earlier, reused, rollbacks = 0, false, false
 if key then
@@ -70,13 +84,21 @@ if ARGV[4] == '1' then rollbacks = tonumber(redis.call('HGET', session, 'rb')) o
 redis.call('PEXPIRE', session, ARGV[1])
 return {earlier, reused, rollbacks}
 `,
-  // KEYS: session. ARGV: field.
-  remembered: `
-return redis.call('HEXISTS', KEYS[1], 'a:' .. ARGV[1])
+  // KEYS: session. ARGV: key.
+  'dedup.uncount': `
+local field = 'd:' .. ARGV[1]
+local count = tonumber(redis.call('HGET', KEYS[1], field))
+if count and count > 0 then redis.call('HINCRBY', KEYS[1], field, -1) end
+return 0
+`,
+  // KEYS: session. ARGV: key, value, ttlMs, maxSessionKeys. A query's last result, for the session's repeats
+  // under reuse (read back by dedup.count).
+  'dedup.keep': `${SESSION_SET}
+return session_set(KEYS[1], 'r:' .. ARGV[1], ARGV[2], ARGV[3], ARGV[4])
 `,
   // KEYS: entry, lease. ARGV: [owner, leaseMs].
   // A miss with an owner elects one filler per key (single flight); the others learn how long it may take.
-  lookup: `
+  'cache.lookup': `
 local value = redis.call('GET', KEYS[1])
 if value then return {'hit', value} end
 local owner = ARGV[1]
@@ -86,11 +108,26 @@ if holder and holder ~= owner then return {'held', redis.call('PTTL', KEYS[2])} 
 redis.call('SET', KEYS[2], owner, 'PX', ARGV[2])
 return {'taken'}
 `,
+  // KEYS: entry, lease. ARGV: value, ttlMs, [owner]. With an owner, the entry is written only while its lease is
+  // still the owner's: an invalidation (which drops leases too) or a lease that ran out means another may have
+  // computed it since. Only the lease's own owner drops it. Returns 1 when the entry was not written.
+  'cache.put': `
+local owns = ARGV[3] and redis.call('GET', KEYS[2]) == ARGV[3]
+if owns then redis.call('DEL', KEYS[2]) end
+if ARGV[3] and not owns then return 1 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 0
+`,
+  // KEYS: entry, lease. ARGV: owner. A flight that keeps nothing lets its lease go; only the lease's owner drops it.
+  'cache.release': `
+if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
+return 0
+`,
   // KEYS: bucket. ARGV: capacity, refillPerSec, maxWaitMs.
   // A token bucket on the server's clock, so every process sees one time. A token reserved ahead (tokens < 0)
   // makes later takers wait behind it. The key expires once the bucket would be full again: a full bucket is
   // the same as none.
-  take: `
+  'ratelimit.take': `
 local capacity, refill, max_wait = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
@@ -111,50 +148,15 @@ redis.call('PEXPIRE', KEYS[1], math.min(math.ceil((capacity - tokens) / refill *
 return {outcome, string.format('%.17g', wait)}
 `,
   // KEYS: bucket. ARGV: capacity. A bucket already gone is full: nothing to give back.
-  refund: `
+  'ratelimit.refund': `
 local tokens = tonumber(redis.call('HGET', KEYS[1], 'tokens'))
 if tokens then redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', math.min(tonumber(ARGV[1]), tokens + 1))) end
-return 0
-`,
-  // KEYS: entry, lease. ARGV: value, ttlMs ('' stores nothing: a release), [owner]. With an owner, the entry is
-  // written only while its lease is still the owner's: an invalidation (which drops leases too) or a lease that
-  // ran out means another may have computed it since. Only the lease's own owner drops it. Returns 1 when the
-  // entry was not written.
-  put: `
-local owns = ARGV[3] and redis.call('GET', KEYS[2]) == ARGV[3]
-if owns then redis.call('DEL', KEYS[2]) end
-if ARGV[2] == '' or (ARGV[3] and not owns) then return 1 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return 0
-`,
-  // KEYS: session. ARGV: flagged ('1' or '0'), ttlMs. A flag adds one to the session's consecutive rollbacks (an
-  // increment, so that processes flagging at once lose none), a result not flagged ends the run.
-  rollbacks: `
-if ARGV[1] == '1' then redis.call('HINCRBY', KEYS[1], 'rb', 1) else redis.call('HSET', KEYS[1], 'rb', 0) end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 0
-`,
-  // KEYS: session. ARGV: key.
-  uncount: `
-local field = 'd:' .. ARGV[1]
-local count = tonumber(redis.call('HGET', KEYS[1], field))
-if count and count > 0 then redis.call('HINCRBY', KEYS[1], field, -1) end
-return 0
-`,
-  // KEYS: session. ARGV: field, value, ttlMs, [maxSessionKeys]. Returns 1 when skipped: a new field in a session
-  // that already holds maxSessionKeys fields (without the cap, one session could grow without bound).
-  sessionSet: `
-if ARGV[4] and redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 and redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[4]) then
-  return 1
-end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 0
 `,
   // KEYS: counter. ARGV: amount, limit, ttlMs, [windowMs]. A budget counter: adds the amount unless that passes the
   // limit. With a window it counts per fixed window of the server's clock (a new window starts from nothing) and
   // lasts until the window ends; without one it lasts ttlMs after the last spending.
-  spend: `
+  'budget.spend': `
 local amount, limit, ttl, window = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local number, resets = 0, false
 if window then
@@ -173,7 +175,7 @@ redis.call('PEXPIRE', KEYS[1], math.min(math.ceil(ttl), 1e13))
 return {'ok', string.format('%.17g', used + amount), number}
 `,
   // KEYS: counter. ARGV: amount, window. Gives back a spending of a call that never ran, in the window it was made in.
-  unspend: `
+  'budget.unspend': `
 local state = redis.call('HMGET', KEYS[1], 'w', 'n')
 local used = tonumber(state[2])
 if used and tonumber(state[1]) == tonumber(ARGV[2]) then
@@ -185,7 +187,7 @@ return 0
   // (closed), 'trial' (half-open, while trial places are left) or 'refused' with the wait; an opening whose time is
   // up turns half-open here. Returns {admit, waitMs, phase, generation, from (the phase it left, or false)}. The same
   // rules as the engine's own breaker (crates/core/src/breaker.rs).
-  breakerAdmit: `${BREAKER_STATE}
+  'breaker.admit': `${BREAKER_STATE}
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local key = KEYS[1]
@@ -212,7 +214,7 @@ return {'refused', tonumber(ARGV[2]), phase, gen, from}
   // after every counted outcome, a success too); a trial of the current half-open phase closes it after
   // halfOpenCalls successes, reopens it on a failure, or gives its place back. Returns {phase, from (the phase it
   // left, or false), calls, failures (when it opened), openLeftMs}.
-  breakerRecord: `${BREAKER_STATE}
+  'breaker.record': `${BREAKER_STATE}
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local key = KEYS[1]
@@ -268,6 +270,22 @@ redis.call('PEXPIRE', key, math.min(tonumber(ARGV[9]), 1e13))
 local left = 0
 if phase == 'open' then left = math.max(0, until_at - now) end
 return {phase, from, calls, failures, left}
+`,
+  // KEYS: session. ARGV: field.
+  'permission.remembered': `
+return redis.call('HEXISTS', KEYS[1], 'a:' .. ARGV[1])
+`,
+  // KEYS: session. ARGV: field (the tool and the rule that asked), ttlMs, maxSessionKeys. An approval given for
+  // the session, for the other processes to see (read back by permission.remembered).
+  'permission.remember': `${SESSION_SET}
+return session_set(KEYS[1], 'a:' .. ARGV[1], '1', ARGV[2], ARGV[3])
+`,
+  // KEYS: session. ARGV: flagged ('1' or '0'), ttlMs. A flag adds one to the session's consecutive rollbacks (an
+  // increment, so that processes flagging at once lose none), a result not flagged ends the run.
+  'judge.rollbacks': `
+if ARGV[1] == '1' then redis.call('HINCRBY', KEYS[1], 'rb', 1) else redis.call('HSET', KEYS[1], 'rb', 0) end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 0
 `,
 }
 

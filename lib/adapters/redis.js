@@ -132,35 +132,32 @@ function redisStore(options) {
   }
 
   const tooLarge = (value) => Buffer.byteLength(value) > maxEntryBytes
-  const sessionSet = async (op, field, value) => {
-    const argv = [field, value, op.ttlMs, maxSessionKeys]
-    return (await evalScript(SCRIPTS.sessionSet, [sessionKey(op.session)], argv)) === 1 ? { skipped: true } : {}
-  }
-
+  /** 1 from a script that writes a session field: skipped, the session holds maxSessionKeys fields already. */
+  const capped = (written) => (written === 1 ? { skipped: true } : {})
   const handlers = {
     async count(op) {
       const argv = [op.ttlMs, flag(op.refuse), flag(op.reuse), flag(op.rollbacks), maxSessionKeys]
       if (op.key !== undefined && op.key !== null) argv.push(op.key)
-      const [earlier, reused, rollbacks] = await evalScript(SCRIPTS.count, [sessionKey(op.session)], argv)
+      const [earlier, reused, rollbacks] = await evalScript(SCRIPTS['dedup.count'], [sessionKey(op.session)], argv)
       return { earlier, reused, rollbacks }
     },
     async remembered(op) {
-      return { remembered: (await evalScript(SCRIPTS.remembered, [sessionKey(op.session)], [op.field])) === 1 }
+      return { remembered: (await evalScript(SCRIPTS['permission.remembered'], [sessionKey(op.session)], [op.field])) === 1 }
     },
     async lookup(op) {
       const owned = op.owner !== undefined && op.owner !== null
-      const [state, detail] = await evalScript(SCRIPTS.lookup, cacheKeys(op.key), owned ? [op.owner, op.leaseMs] : [])
+      const [state, detail] = await evalScript(SCRIPTS['cache.lookup'], cacheKeys(op.key), owned ? [op.owner, op.leaseMs] : [])
       if (state === 'hit') return { value: detail }
       if (state === 'taken') return { value: null, lease: 'taken' }
       if (state === 'held') return { value: null, lease: 'held', leaseLeftMs: Math.max(0, detail) }
       return { value: null }
     },
     async take(op) {
-      const [take, waitMs] = await evalScript(SCRIPTS.take, [bucketKey(op.key)], [op.capacity, op.refillPerSec, op.maxWaitMs])
+      const [take, waitMs] = await evalScript(SCRIPTS['ratelimit.take'], [bucketKey(op.key)], [op.capacity, op.refillPerSec, op.maxWaitMs])
       return take === 'now' ? { take } : { take, waitMs: Number(waitMs) }
     },
     async refund(op) {
-      await evalScript(SCRIPTS.refund, [bucketKey(op.key)], [op.capacity])
+      await evalScript(SCRIPTS['ratelimit.refund'], [bucketKey(op.key)], [op.capacity])
       return {}
     },
     async put(op) {
@@ -169,40 +166,45 @@ function redisStore(options) {
       // one, so that they run at once rather than one after another under the lease.
       const skipped = tooLarge(op.value)
       const value = skipped ? '' : op.value
-      const notWritten = await evalScript(SCRIPTS.put, cacheKeys(op.key), [value, op.ttlMs, ...(owned ? [op.owner] : [])])
+      const notWritten = await evalScript(SCRIPTS['cache.put'], cacheKeys(op.key), [value, op.ttlMs, ...(owned ? [op.owner] : [])])
       return skipped || notWritten === 1 ? { skipped: true } : {}
     },
     async release(op) {
-      await evalScript(SCRIPTS.put, cacheKeys(op.key), ['', '', op.owner])
+      await evalScript(SCRIPTS['cache.release'], cacheKeys(op.key), [op.owner])
       return {}
     },
     async uncount(op) {
-      await evalScript(SCRIPTS.uncount, [sessionKey(op.session)], [op.key])
+      await evalScript(SCRIPTS['dedup.uncount'], [sessionKey(op.session)], [op.key])
       return {}
     },
-    keep: (op) => (tooLarge(op.value) ? { skipped: true } : sessionSet(op, `r:${op.key}`, op.value)),
-    remember: (op) => sessionSet(op, `a:${op.field}`, '1'),
+    async keep(op) {
+      if (tooLarge(op.value)) return { skipped: true }
+      return capped(await evalScript(SCRIPTS['dedup.keep'], [sessionKey(op.session)], [op.key, op.value, op.ttlMs, maxSessionKeys]))
+    },
+    async remember(op) {
+      return capped(await evalScript(SCRIPTS['permission.remember'], [sessionKey(op.session)], [op.field, op.ttlMs, maxSessionKeys]))
+    },
     // Not capped: a rollback count left unrecorded would let a full session roll back more than allowed.
     async rollbacks(op) {
-      await evalScript(SCRIPTS.rollbacks, [sessionKey(op.session)], [flag(op.flagged), op.ttlMs])
+      await evalScript(SCRIPTS['judge.rollbacks'], [sessionKey(op.session)], [flag(op.flagged), op.ttlMs])
       return {}
     },
     async spend(op) {
       const argv = [op.amount, op.limit, op.ttlMs, ...(op.windowMs === undefined || op.windowMs === null ? [] : [op.windowMs])]
-      const [spent, used, detail] = await evalScript(SCRIPTS.spend, [budgetKey(op.key)], argv)
+      const [spent, used, detail] = await evalScript(SCRIPTS['budget.spend'], [budgetKey(op.key)], argv)
       return spent === 'ok' ? { spent, used: Number(used), window: detail } : { spent, used: Number(used), waitMs: some(detail) }
     },
     async unspend(op) {
-      await evalScript(SCRIPTS.unspend, [budgetKey(op.key)], [op.amount, op.window])
+      await evalScript(SCRIPTS['budget.unspend'], [budgetKey(op.key)], [op.amount, op.window])
       return {}
     },
     async breakerAdmit(op) {
-      const [admit, waitMs, phase, generation, from] = await evalScript(SCRIPTS.breakerAdmit, [breakerKey(op.key)], [op.halfOpenCalls, op.trialWaitMs, op.ttlMs])
+      const [admit, waitMs, phase, generation, from] = await evalScript(SCRIPTS['breaker.admit'], [breakerKey(op.key)], [op.halfOpenCalls, op.trialWaitMs, op.ttlMs])
       return { admit, waitMs, phase, generation, from: some(from) }
     },
     async breakerRecord(op) {
       const argv = [op.admission, op.generation, op.outcome, op.failureRate, op.minCalls, op.windowMs, op.openMs, op.halfOpenCalls, op.ttlMs]
-      const [phase, from, calls, failures, waitMs] = await evalScript(SCRIPTS.breakerRecord, [breakerKey(op.key)], argv)
+      const [phase, from, calls, failures, waitMs] = await evalScript(SCRIPTS['breaker.record'], [breakerKey(op.key)], argv)
       return { phase, from: some(from), calls: some(calls), failures: some(failures), waitMs }
     },
   }

@@ -1,7 +1,8 @@
 //! What the stations that remember ask a store, and what it answers: one operation per question. Each station
 //! builds its own operations and reads its own replies; the memory store answers them in this process (`store`), a
-//! shared store through the host, each operation one script of the server (the Lua of `toolgate/redis`). An
-//! operation crosses to the host as a tagged object; a reply comes back with the fields its operation sets.
+//! shared store through the host, each operation one script of the server (the Lua of `toolgate/redis`, named after
+//! the station and the operation: `Take` is `ratelimit.take`). An operation crosses to the host as a tagged object;
+//! a reply comes back with the fields its operation sets.
 
 use std::sync::Arc;
 use std::time::Duration;
