@@ -51,7 +51,7 @@ pub enum Op {
 }
 
 /// One operation's answer; which fields are set depends on the operation.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Reply {
     pub error: Option<String>,

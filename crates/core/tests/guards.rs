@@ -37,8 +37,8 @@ fn ran(h: &Host, name: &str) -> usize {
     h.log.iter().filter(|(what, tool)| *what == "start" && tool == name).count()
 }
 
-fn breaker_host() -> Host {
-    let mut h = Host::new(json!({"defaultTimeoutMs": 1000}));
+fn breaker_host(stores: Stores) -> Host {
+    let mut h = Host::on(stores, json!({"defaultTimeoutMs": 1000}));
     // Calls fail 60% of the time (F F S F S), then two trials: S, then F.
     let script = vec![fails(), fails(), text("ok"), fails(), text("ok"), text("ok"), fails()];
     let breaker = json!({"failureRate": 0.5, "minCalls": 5, "windowMs": 10_000, "openMs": 1_000, "halfOpenCalls": 2});
@@ -49,81 +49,87 @@ fn breaker_host() -> Host {
 
 #[test]
 fn a_breaker_opens_on_failures_refuses_while_open_and_half_opens_after_open_ms() {
-    let mut h = breaker_host();
-    let first = one_by_one(&mut h, "flaky", 4, &Policy::default());
-    assert_eq!(kinds(&first), [Some(ErrorKind::HandlerError), Some(ErrorKind::HandlerError), None, Some(ErrorKind::HandlerError)]);
-    assert_eq!(h.engine.counters(h.now)["tools"]["flaky"]["breaker"], "closed", "3 of 4 failed: fewer than minCalls");
-    let fifth = one_by_one(&mut h, "flaky", 1, &Policy::default());
-    assert!(fifth[0].success);
-    assert_eq!(h.engine.counters(h.now)["tools"]["flaky"]["breaker"], "open", "3 of 5 failed: the fifth, a success, found the rate reached");
-    let refused = one_by_one(&mut h, "flaky", 3, &Policy::default());
-    assert_eq!(ran(&h, "flaky"), 5, "nothing ran while open");
-    for r in &refused {
-        assert_eq!((r.error_kind, r.retryable, r.retry_after_ms), (Some(ErrorKind::Unavailable), true, Some(1_000)));
-        assert!(r.output.contains("Tool \"flaky\" is unavailable: too many of its recent calls failed"), "{}", r.output);
-        assert_eq!(r.metadata.stages.last().map(|m| (m.station, m.outcome)), Some(("breaker", "open")));
-    }
-    assert_eq!(h.engine.counters(h.now)["tools"]["flaky"]["breakerRefused"], 3);
-    assert_eq!(h.engine.counters(h.now)["tools"]["flaky"]["breakerOpened"], 1);
-    h.advance_clock(400);
-    assert_eq!(one_by_one(&mut h, "flaky", 1, &Policy::default())[0].retry_after_ms, Some(600), "the wait left");
-    h.advance_clock(600);
-    assert_eq!(h.engine.counters(h.now)["tools"]["flaky"]["breaker"], "half_open");
-    // Two trials at once (halfOpenCalls: 2); a third waits about a trial's time limit.
-    let turn = h.begin(json!([{"name": "flaky"}, {"name": "flaky"}, {"name": "flaky"}]), Policy::default());
-    let trials = h.results(turn);
-    assert_eq!(kinds(&trials), [None, Some(ErrorKind::HandlerError), Some(ErrorKind::Unavailable)]);
-    assert!(trials[2].output.contains("is being tried again with a trial call now"), "{}", trials[2].output);
-    assert_eq!(h.engine.counters(h.now)["tools"]["flaky"]["breaker"], "open", "a failed trial reopens it");
-    assert_eq!(h.engine.counters(h.now)["tools"]["flaky"]["breakerOpened"], 2);
+    for_each_store(|stores| {
+        let mut h = breaker_host(stores);
+        let first = one_by_one(&mut h, "flaky", 4, &Policy::default());
+        assert_eq!(kinds(&first), [Some(ErrorKind::HandlerError), Some(ErrorKind::HandlerError), None, Some(ErrorKind::HandlerError)]);
+        assert_eq!(h.engine.counters(h.now)["tools"]["flaky"]["breaker"], "closed", "3 of 4 failed: fewer than minCalls");
+        let fifth = one_by_one(&mut h, "flaky", 1, &Policy::default());
+        assert!(fifth[0].success);
+        assert_eq!(h.engine.counters(h.now)["tools"]["flaky"]["breaker"], "open", "3 of 5 failed: the fifth, a success, found the rate reached");
+        let refused = one_by_one(&mut h, "flaky", 3, &Policy::default());
+        assert_eq!(ran(&h, "flaky"), 5, "nothing ran while open");
+        for r in &refused {
+            assert_eq!((r.error_kind, r.retryable, r.retry_after_ms), (Some(ErrorKind::Unavailable), true, Some(1_000)));
+            assert!(r.output.contains("Tool \"flaky\" is unavailable: too many of its recent calls failed"), "{}", r.output);
+            assert_eq!(r.metadata.stages.last().map(|m| (m.station, m.outcome)), Some(("breaker", "open")));
+        }
+        assert_eq!(h.engine.counters(h.now)["tools"]["flaky"]["breakerRefused"], 3);
+        assert_eq!(h.engine.counters(h.now)["tools"]["flaky"]["breakerOpened"], 1);
+        h.advance_clock(400);
+        assert_eq!(one_by_one(&mut h, "flaky", 1, &Policy::default())[0].retry_after_ms, Some(600), "the wait left");
+        h.advance_clock(600);
+        assert_eq!(h.engine.counters(h.now)["tools"]["flaky"]["breaker"], "half_open");
+        // Two trials at once (halfOpenCalls: 2); a third waits about a trial's time limit.
+        let turn = h.begin(json!([{"name": "flaky"}, {"name": "flaky"}, {"name": "flaky"}]), Policy::default());
+        let trials = h.results(turn);
+        assert_eq!(kinds(&trials), [None, Some(ErrorKind::HandlerError), Some(ErrorKind::Unavailable)]);
+        assert!(trials[2].output.contains("is being tried again with a trial call now"), "{}", trials[2].output);
+        assert_eq!(h.engine.counters(h.now)["tools"]["flaky"]["breaker"], "open", "a failed trial reopens it");
+        assert_eq!(h.engine.counters(h.now)["tools"]["flaky"]["breakerOpened"], 2);
+    });
 }
 
 #[test]
 fn successful_trials_close_the_breaker_and_invalid_calls_never_move_it() {
-    let mut h = Host::new(json!({}));
-    let breaker = json!({"failureRate": 0.5, "minCalls": 2, "openMs": 1_000, "halfOpenCalls": 2});
-    let parameters = json!({"type": "object", "properties": {"q": {"type": "string"}}, "additionalProperties": false});
-    h.tool_script(json!({"name": "api", "retry": {"maxRetries": 0}, "breaker": breaker, "parameters": parameters}), vec![fails(), fails(), text("ok")]);
-    // Invalid arguments, refused before they run: the breaker hears nothing of them.
-    let invalid: Vec<Value> = (0..20).map(|i| json!({"id": format!("bad{i}"), "name": "api", "input": {"nope": 1}})).collect();
-    let refused = h.run(Value::Array(invalid));
-    assert!(refused.iter().all(|r| r.error_kind == Some(ErrorKind::InvalidArguments)));
-    assert_eq!(h.engine.counters(h.now)["tools"]["api"]["breaker"], "closed");
-    one_by_one(&mut h, "api", 2, &Policy::default());
-    assert_eq!(h.engine.counters(h.now)["tools"]["api"]["breaker"], "open");
-    h.advance_clock(1_000);
-    let trials = one_by_one(&mut h, "api", 2, &Policy::default());
-    assert!(trials.iter().all(|r| r.success));
-    assert_eq!(h.engine.counters(h.now)["tools"]["api"]["breaker"], "closed", "two trials passed");
-    let after = one_by_one(&mut h, "api", 3, &Policy::default());
-    assert!(after.iter().all(|r| r.success), "closed again");
+    for_each_store(|stores| {
+        let mut h = Host::on(stores, json!({}));
+        let breaker = json!({"failureRate": 0.5, "minCalls": 2, "openMs": 1_000, "halfOpenCalls": 2});
+        let parameters = json!({"type": "object", "properties": {"q": {"type": "string"}}, "additionalProperties": false});
+        h.tool_script(json!({"name": "api", "retry": {"maxRetries": 0}, "breaker": breaker, "parameters": parameters}), vec![fails(), fails(), text("ok")]);
+        // Invalid arguments, refused before they run: the breaker hears nothing of them.
+        let invalid: Vec<Value> = (0..20).map(|i| json!({"id": format!("bad{i}"), "name": "api", "input": {"nope": 1}})).collect();
+        let refused = h.run(Value::Array(invalid));
+        assert!(refused.iter().all(|r| r.error_kind == Some(ErrorKind::InvalidArguments)));
+        assert_eq!(h.engine.counters(h.now)["tools"]["api"]["breaker"], "closed");
+        one_by_one(&mut h, "api", 2, &Policy::default());
+        assert_eq!(h.engine.counters(h.now)["tools"]["api"]["breaker"], "open");
+        h.advance_clock(1_000);
+        let trials = one_by_one(&mut h, "api", 2, &Policy::default());
+        assert!(trials.iter().all(|r| r.success));
+        assert_eq!(h.engine.counters(h.now)["tools"]["api"]["breaker"], "closed", "two trials passed");
+        let after = one_by_one(&mut h, "api", 3, &Policy::default());
+        assert!(after.iter().all(|r| r.success), "closed again");
+    });
 }
 
 #[test]
 fn a_breaker_refusal_takes_no_token_and_a_trial_refused_a_token_gives_its_place_back() {
-    let breaker = json!({"minCalls": 1, "openMs": 1_000, "halfOpenCalls": 1});
-    // Two tokens that do not refill: the first call takes one, the trial the other; refusals in between take none.
-    let mut h = Host::new(json!({}));
-    let rate = json!({"capacity": 2, "refillPerSecond": 0.000_001});
-    h.tool_script(json!({"name": "api", "retry": {"maxRetries": 0}, "breaker": breaker, "rateLimit": rate}), vec![fails(), text("ok")]);
-    let first = one_by_one(&mut h, "api", 3, &Policy::default());
-    assert_eq!(kinds(&first), [Some(ErrorKind::HandlerError), Some(ErrorKind::Unavailable), Some(ErrorKind::Unavailable)]);
-    h.advance_clock(1_000);
-    assert!(one_by_one(&mut h, "api", 1, &Policy::default())[0].success, "the trial found the second token");
-    // One token every 2 s: half-open at 1 s, the trial finds none, does not start, and gives its place back.
-    let mut h = Host::new(json!({}));
-    let rate = json!({"capacity": 1, "refillPerSecond": 0.5});
-    h.tool_script(json!({"name": "api", "retry": {"maxRetries": 0}, "breaker": breaker, "rateLimit": rate}), vec![fails(), text("ok")]);
-    one_by_one(&mut h, "api", 1, &Policy::default());
-    h.advance_clock(1_000);
-    assert_eq!(one_by_one(&mut h, "api", 1, &Policy::default())[0].error_kind, Some(ErrorKind::RateLimited));
-    h.advance_clock(1_000);
-    assert!(one_by_one(&mut h, "api", 1, &Policy::default())[0].success, "the trial place was free again");
-    assert_eq!(h.engine.counters(h.now)["tools"]["api"]["breaker"], "closed");
+    for_each_store(|stores| {
+        let breaker = json!({"minCalls": 1, "openMs": 1_000, "halfOpenCalls": 1});
+        // Two tokens that do not refill: the first call takes one, the trial the other; refusals in between take none.
+        let mut h = Host::on(stores, json!({}));
+        let rate = json!({"capacity": 2, "refillPerSecond": 0.000_001});
+        h.tool_script(json!({"name": "api", "retry": {"maxRetries": 0}, "breaker": breaker, "rateLimit": rate}), vec![fails(), text("ok")]);
+        let first = one_by_one(&mut h, "api", 3, &Policy::default());
+        assert_eq!(kinds(&first), [Some(ErrorKind::HandlerError), Some(ErrorKind::Unavailable), Some(ErrorKind::Unavailable)]);
+        h.advance_clock(1_000);
+        assert!(one_by_one(&mut h, "api", 1, &Policy::default())[0].success, "the trial found the second token");
+        // One token every 2 s: half-open at 1 s, the trial finds none, does not start, and gives its place back.
+        let mut h = Host::on(stores, json!({}));
+        let rate = json!({"capacity": 1, "refillPerSecond": 0.5});
+        h.tool_script(json!({"name": "api", "retry": {"maxRetries": 0}, "breaker": breaker, "rateLimit": rate}), vec![fails(), text("ok")]);
+        one_by_one(&mut h, "api", 1, &Policy::default());
+        h.advance_clock(1_000);
+        assert_eq!(one_by_one(&mut h, "api", 1, &Policy::default())[0].error_kind, Some(ErrorKind::RateLimited));
+        h.advance_clock(1_000);
+        assert!(one_by_one(&mut h, "api", 1, &Policy::default())[0].success, "the trial place was free again");
+        assert_eq!(h.engine.counters(h.now)["tools"]["api"]["breaker"], "closed");
+    });
 }
 
-fn budget_host(budget: Value) -> Host {
-    let mut h = Host::new(json!({"budget": budget}));
+fn budget_host(stores: Stores, budget: Value) -> Host {
+    let mut h = Host::on(stores, json!({"budget": budget}));
     h.tool(json!({"name": "search", "readOnly": true}), text("found"));
     h.tool(json!({"name": "summarize", "readOnly": true, "cost": 4}), text("short"));
     h
@@ -131,106 +137,118 @@ fn budget_host(budget: Value) -> Host {
 
 #[test]
 fn the_101st_call_of_a_session_with_a_100_call_budget_is_refused_and_the_100_before_ran() {
-    let mut h = budget_host(json!({"maxCalls": 100}));
-    let turn = h.begin(calls("search", 60), session("s1"));
-    assert!(h.results(turn).iter().all(|r| r.success));
-    let turn = h.begin(calls("search", 41), session("s1"));
-    let results = h.results(turn);
-    assert!(results[..40].iter().all(|r| r.success));
-    let last = &results[40];
-    assert_eq!((last.error_kind, last.retryable), (Some(ErrorKind::BudgetExceeded), false));
-    assert!(last.output.contains("the call budget of session \"s1\" (the executor's maxCalls) is used up: 100 of 100 calls"), "{}", last.output);
-    let note = last.metadata.budget.as_ref().unwrap();
-    assert_eq!((note.budget, note.source, note.limit, note.used), ("maxCalls", "executor", 100.0, 100.0));
-    assert_eq!(note.by.get("sessionId").map(String::as_str), Some("s1"));
-    assert_eq!(ran(&h, "search"), 100);
-    // Another session has its own budget.
-    let other = h.begin(calls("search", 5), session("s2"));
-    assert!(h.results(other).iter().all(|r| r.success));
-    assert_eq!(h.engine.counters(h.now)["tools"]["search"]["budgetExceeded"], 1);
+    for_each_store(|stores| {
+        let mut h = budget_host(stores, json!({"maxCalls": 100}));
+        let turn = h.begin(calls("search", 60), session("s1"));
+        assert!(h.results(turn).iter().all(|r| r.success));
+        let turn = h.begin(calls("search", 41), session("s1"));
+        let results = h.results(turn);
+        assert!(results[..40].iter().all(|r| r.success));
+        let last = &results[40];
+        assert_eq!((last.error_kind, last.retryable), (Some(ErrorKind::BudgetExceeded), false));
+        assert!(last.output.contains("the call budget of session \"s1\" (the executor's maxCalls) is used up: 100 of 100 calls"), "{}", last.output);
+        let note = last.metadata.budget.as_ref().unwrap();
+        assert_eq!((note.budget, note.source, note.limit, note.used), ("maxCalls", "executor", 100.0, 100.0));
+        assert_eq!(note.by.get("sessionId").map(String::as_str), Some("s1"));
+        assert_eq!(ran(&h, "search"), 100);
+        // Another session has its own budget.
+        let other = h.begin(calls("search", 5), session("s2"));
+        assert!(h.results(other).iter().all(|r| r.success));
+        assert_eq!(h.engine.counters(h.now)["tools"]["search"]["budgetExceeded"], 1);
+    });
 }
 
 #[test]
 fn a_cost_budget_refuses_the_call_that_would_pass_it() {
-    let mut h = budget_host(json!({"maxCost": 10}));
-    let results = h.run(json!([{"name": "summarize"}, {"name": "search"}, {"name": "summarize"}, {"name": "summarize"}, {"name": "search"}]));
-    assert_eq!(kinds(&results), [None, None, None, Some(ErrorKind::BudgetExceeded), None], "4 + 0 + 4 = 8; 4 more would be 12; a free call fits");
-    assert!(results[3].output.contains("this call costs 4, and 8 of the cost budget of the calls without a sessionId (they share one budget) (the executor's maxCost: 10) is spent"), "{}", results[3].output);
-    assert_eq!(results[3].metadata.budget.as_ref().unwrap().cost, Some(4.0));
+    for_each_store(|stores| {
+        let mut h = budget_host(stores, json!({"maxCost": 10}));
+        let results = h.run(json!([{"name": "summarize"}, {"name": "search"}, {"name": "summarize"}, {"name": "summarize"}, {"name": "search"}]));
+        assert_eq!(kinds(&results), [None, None, None, Some(ErrorKind::BudgetExceeded), None], "4 + 0 + 4 = 8; 4 more would be 12; a free call fits");
+        assert!(results[3].output.contains("this call costs 4, and 8 of the cost budget of the calls without a sessionId (they share one budget) (the executor's maxCost: 10) is spent"), "{}", results[3].output);
+        assert_eq!(results[3].metadata.budget.as_ref().unwrap().cost, Some(4.0));
+    });
 }
 
 #[test]
 fn per_turn_tool_and_context_budgets_hold_together() {
-    let mut h = budget_host(json!({"maxCallsPerTurn": 3}));
-    h.tool(json!({"name": "fetch", "readOnly": true, "budget": {"maxCalls": 2}}), text("page"));
-    let turn = h.begin(json!([{"name": "search"}, {"name": "fetch"}, {"name": "fetch"}, {"name": "search"}]), session("s"));
-    let results = h.results(turn);
-    assert_eq!(kinds(&results), [None, None, None, Some(ErrorKind::BudgetExceeded)]);
-    assert!(results[3].output.contains("the executor's budget of 3 calls per turn is used up (3 ran in this turn)"), "{}", results[3].output);
-    let turn = h.begin(json!([{"name": "fetch"}, {"name": "search"}]), session("s"));
-    let results = h.results(turn);
-    assert_eq!(kinds(&results), [Some(ErrorKind::BudgetExceeded), None], "the tool's own budget of 2, per session");
-    assert!(results[0].output.contains("the call budget of session \"s\" (this tool's maxCalls) is used up: 2 of 2 calls. Do not call \"fetch\" again"), "{}", results[0].output);
-    // The context's budget, keyed by user: two sessions of one user share it.
-    let by_user = |s: &str| {
-        let mut p = session(s);
-        p.fields.insert("userId".into(), "u1".into());
-        p.budget = Some(serde_json::from_value(json!({"maxCalls": 2, "by": "userId"})).unwrap());
-        p
-    };
-    let a = h.begin(json!([{"name": "search"}]), by_user("a"));
-    let b = h.begin(json!([{"name": "search"}, {"name": "search"}]), by_user("b"));
-    assert!(h.results(a)[0].success);
-    let results = h.results(b);
-    assert_eq!(kinds(&results), [None, Some(ErrorKind::BudgetExceeded)]);
-    assert!(results[1].output.contains("the call budget of userId \"u1\" (the context's maxCalls)"), "{}", results[1].output);
+    for_each_store(|stores| {
+        let mut h = budget_host(stores, json!({"maxCallsPerTurn": 3}));
+        h.tool(json!({"name": "fetch", "readOnly": true, "budget": {"maxCalls": 2}}), text("page"));
+        let turn = h.begin(json!([{"name": "search"}, {"name": "fetch"}, {"name": "fetch"}, {"name": "search"}]), session("s"));
+        let results = h.results(turn);
+        assert_eq!(kinds(&results), [None, None, None, Some(ErrorKind::BudgetExceeded)]);
+        assert!(results[3].output.contains("the executor's budget of 3 calls per turn is used up (3 ran in this turn)"), "{}", results[3].output);
+        let turn = h.begin(json!([{"name": "fetch"}, {"name": "search"}]), session("s"));
+        let results = h.results(turn);
+        assert_eq!(kinds(&results), [Some(ErrorKind::BudgetExceeded), None], "the tool's own budget of 2, per session");
+        assert!(results[0].output.contains("the call budget of session \"s\" (this tool's maxCalls) is used up: 2 of 2 calls. Do not call \"fetch\" again"), "{}", results[0].output);
+        // The context's budget, keyed by user: two sessions of one user share it.
+        let by_user = |s: &str| {
+            let mut p = session(s);
+            p.fields.insert("userId".into(), "u1".into());
+            p.budget = Some(serde_json::from_value(json!({"maxCalls": 2, "by": "userId"})).unwrap());
+            p
+        };
+        let a = h.begin(json!([{"name": "search"}]), by_user("a"));
+        let b = h.begin(json!([{"name": "search"}, {"name": "search"}]), by_user("b"));
+        assert!(h.results(a)[0].success);
+        let results = h.results(b);
+        assert_eq!(kinds(&results), [None, Some(ErrorKind::BudgetExceeded)]);
+        assert!(results[1].output.contains("the call budget of userId \"u1\" (the context's maxCalls)"), "{}", results[1].output);
+    });
 }
 
 #[test]
 fn a_window_budget_starts_over_with_the_next_window() {
-    let mut h = budget_host(json!({"maxCallsPerWindow": {"calls": 2, "windowMs": 60_000}}));
-    let results = one_by_one(&mut h, "search", 3, &session("s"));
-    assert_eq!(kinds(&results), [None, None, Some(ErrorKind::BudgetExceeded)]);
-    let wait = results[2].retry_after_ms.expect("when the window starts over");
-    assert!(wait > 0 && wait <= 60_000, "{wait}");
-    h.advance_clock(wait);
-    assert!(one_by_one(&mut h, "search", 1, &session("s"))[0].success, "a new window");
+    for_each_store(|stores| {
+        let mut h = budget_host(stores, json!({"maxCallsPerWindow": {"calls": 2, "windowMs": 60_000}}));
+        let results = one_by_one(&mut h, "search", 3, &session("s"));
+        assert_eq!(kinds(&results), [None, None, Some(ErrorKind::BudgetExceeded)]);
+        let wait = results[2].retry_after_ms.expect("when the window starts over");
+        assert!(wait > 0 && wait <= 60_000, "{wait}");
+        h.advance_clock(wait);
+        assert!(one_by_one(&mut h, "search", 1, &session("s"))[0].success, "a new window");
+    });
 }
 
 #[test]
 fn calls_that_never_run_give_their_budget_back_and_running_ones_are_untouched() {
-    let mut h = Host::new(json!({"budget": {"maxCalls": 2}}));
-    h.tool(json!({"name": "api", "readOnly": true, "rateLimit": "1/min"}), text("ok"));
-    h.tool(json!({"name": "slow", "readOnly": true, "timeoutMs": 100, "retry": {"maxRetries": 0}}), Behaviour::Hang);
-    let results = one_by_one(&mut h, "api", 2, &session("s"));
-    assert_eq!(kinds(&results), [None, Some(ErrorKind::RateLimited)], "refused a token: it did not run");
-    // The budget has one call left, not none: the slow call runs (and its timeout still counts: it ran).
-    let turn = h.begin(calls("slow", 1), session("s"));
-    h.advance_clock(100);
-    assert_eq!(h.results(turn)[0].error_kind, Some(ErrorKind::Timeout));
-    assert_eq!(one_by_one(&mut h, "slow", 1, &session("s"))[0].error_kind, Some(ErrorKind::BudgetExceeded));
+    for_each_store(|stores| {
+        let mut h = Host::on(stores, json!({"budget": {"maxCalls": 2}}));
+        h.tool(json!({"name": "api", "readOnly": true, "rateLimit": "1/min"}), text("ok"));
+        h.tool(json!({"name": "slow", "readOnly": true, "timeoutMs": 100, "retry": {"maxRetries": 0}}), Behaviour::Hang);
+        let results = one_by_one(&mut h, "api", 2, &session("s"));
+        assert_eq!(kinds(&results), [None, Some(ErrorKind::RateLimited)], "refused a token: it did not run");
+        // The budget has one call left, not none: the slow call runs (and its timeout still counts: it ran).
+        let turn = h.begin(calls("slow", 1), session("s"));
+        h.advance_clock(100);
+        assert_eq!(h.results(turn)[0].error_kind, Some(ErrorKind::Timeout));
+        assert_eq!(one_by_one(&mut h, "slow", 1, &session("s"))[0].error_kind, Some(ErrorKind::BudgetExceeded));
+    });
 }
 
 #[test]
 fn a_cost_function_is_asked_only_under_a_cost_budget_and_its_failure_fails_the_call() {
-    fn costs(request: &HostRequest) -> String {
-        match (request.kind, request.args["pages"].as_f64()) {
-            (HostKind::Cost, Some(pages)) => json!({"cost": pages}).to_string(),
-            (HostKind::Cost, None) => json!({"error": "pages is missing"}).to_string(),
-            _ => no_callback(request),
+    for_each_store(|stores| {
+        fn costs(request: &HostRequest) -> String {
+            match (request.kind, request.args["pages"].as_f64()) {
+                (HostKind::Cost, Some(pages)) => json!({"cost": pages}).to_string(),
+                (HostKind::Cost, None) => json!({"error": "pages is missing"}).to_string(),
+                _ => no_callback(request),
+            }
         }
-    }
-    let mut h = Host::new(json!({}));
-    h.answer = Some(costs);
-    h.tool(json!({"name": "print", "readOnly": true, "cost": "host"}), text("printed"));
-    let mut asked = Host::new(json!({"budget": {"maxCost": 10}}));
-    asked.answer = Some(costs);
-    asked.tool(json!({"name": "print", "readOnly": true, "cost": "host"}), text("printed"));
-    assert!(h.run(json!([{"name": "print", "input": {}}]))[0].success, "no cost budget: the cost is not asked");
-    let results = asked.run(json!([{"name": "print", "input": {"pages": 6}}, {"name": "print", "input": {"pages": 5}}, {"name": "print", "input": {}}]));
-    assert_eq!(kinds(&results), [None, Some(ErrorKind::BudgetExceeded), Some(ErrorKind::HandlerError)]);
-    assert!(results[2].output.contains("its cost could not be computed (pages is missing)"), "{}", results[2].output);
-    assert!(results[0].metadata.stages.iter().any(|m| (m.station, m.outcome) == ("cost", "ok")));
+        let mut h = Host::on(stores, json!({}));
+        h.answer = Some(costs);
+        h.tool(json!({"name": "print", "readOnly": true, "cost": "host"}), text("printed"));
+        let mut asked = Host::on(stores, json!({"budget": {"maxCost": 10}}));
+        asked.answer = Some(costs);
+        asked.tool(json!({"name": "print", "readOnly": true, "cost": "host"}), text("printed"));
+        assert!(h.run(json!([{"name": "print", "input": {}}]))[0].success, "no cost budget: the cost is not asked");
+        let results = asked.run(json!([{"name": "print", "input": {"pages": 6}}, {"name": "print", "input": {"pages": 5}}, {"name": "print", "input": {}}]));
+        assert_eq!(kinds(&results), [None, Some(ErrorKind::BudgetExceeded), Some(ErrorKind::HandlerError)]);
+        assert!(results[2].output.contains("its cost could not be computed (pages is missing)"), "{}", results[2].output);
+        assert!(results[0].metadata.stages.iter().any(|m| (m.station, m.outcome) == ("cost", "ok")));
+    });
 }
 
 // ── Over a shared store ────────────────────────────────────────────────────────────────────────────────────────
@@ -266,11 +284,7 @@ fn a_shared_budget_spends_in_the_calls_ticket_and_a_refused_call_gives_back_what
     assert_eq!(r.error_kind, Some(ErrorKind::BudgetExceeded));
     assert!(r.output.contains("and 9 of the cost budget of session \"s\" (the executor's maxCost: 10) is spent"), "{}", r.output);
     let (_, back) = h.store.remove(0);
-    let names: Vec<&str> = back.iter().map(|op| match op {
-        Op::Unspend { .. } => "unspend",
-        Op::Refund { .. } => "refund",
-        _ => "other",
-    }).collect();
+    let names: Vec<&str> = back.iter().map(server::name).collect();
     assert_eq!(names, ["refund", "unspend"], "the token and the call count the refused call took");
 }
 
@@ -355,9 +369,11 @@ fn a_shared_breaker_reply_no_breaker_could_give_never_keeps_the_tool_from_runnin
 
 #[test]
 fn a_tool_registered_again_is_held_to_its_new_budget() {
-    let mut h = Host::new(json!({}));
-    h.tool(json!({"name": "api", "budget": {"maxCalls": 1}}), text("ok"));
-    assert_eq!(kinds(&one_by_one(&mut h, "api", 2, &session("s"))), [None, Some(ErrorKind::BudgetExceeded)]);
-    h.tool(json!({"name": "api", "replace": true, "budget": {"maxCalls": 3}}), text("ok"));
-    assert_eq!(kinds(&one_by_one(&mut h, "api", 3, &session("s"))), [None, None, Some(ErrorKind::BudgetExceeded)], "1 of 3 used before");
+    for_each_store(|stores| {
+        let mut h = Host::on(stores, json!({}));
+        h.tool(json!({"name": "api", "budget": {"maxCalls": 1}}), text("ok"));
+        assert_eq!(kinds(&one_by_one(&mut h, "api", 2, &session("s"))), [None, Some(ErrorKind::BudgetExceeded)]);
+        h.tool(json!({"name": "api", "replace": true, "budget": {"maxCalls": 3}}), text("ok"));
+        assert_eq!(kinds(&one_by_one(&mut h, "api", 3, &session("s"))), [None, None, Some(ErrorKind::BudgetExceeded)], "1 of 3 used before");
+    });
 }

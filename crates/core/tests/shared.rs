@@ -21,25 +21,7 @@ fn answer(h: &mut Host, replies: Value) -> Vec<Op> {
 }
 
 fn op_names(ops: &[Op]) -> Vec<&'static str> {
-    ops.iter()
-        .map(|op| match op {
-            Op::Count { .. } => "count",
-            Op::Remembered { .. } => "remembered",
-            Op::Lookup { .. } => "lookup",
-            Op::Take { .. } => "take",
-            Op::Refund { .. } => "refund",
-            Op::Put { .. } => "put",
-            Op::Release { .. } => "release",
-            Op::Uncount { .. } => "uncount",
-            Op::Keep { .. } => "keep",
-            Op::Remember { .. } => "remember",
-            Op::Rollbacks { .. } => "rollbacks",
-            Op::Spend { .. } => "spend",
-            Op::Unspend { .. } => "unspend",
-            Op::BreakerAdmit { .. } => "breakerAdmit",
-            Op::BreakerRecord { .. } => "breakerRecord",
-        })
-        .collect()
+    ops.iter().map(server::name).collect()
 }
 
 fn session(id: &str) -> Policy {

@@ -348,3 +348,92 @@ impl Engine {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use crate::ops::Op;
+    use crate::options::{EngineOptions, ToolSpec, TurnOptions};
+    use crate::permission::Policy;
+    use crate::result::ErrorKind;
+
+    use super::super::{Engine, Step};
+
+    /// An engine on a shared store that waits 50 ms for an answer, with a tool that asks for a count and a token.
+    fn engine() -> Engine {
+        let mut engine = Engine::new(EngineOptions::from_json(r#"{"store": {"timeoutMs": 50}}"#).unwrap()).unwrap();
+        engine.register(ToolSpec::from_json(r#"{"name": "api", "readOnly": true, "rateLimit": "5/s", "dedup": "note"}"#).unwrap()).unwrap();
+        engine
+    }
+
+    /// Begins a turn of one call in a session: its turn, and the one ticket it sends.
+    fn begin(engine: &mut Engine, now: Instant) -> (u32, u32, Vec<Op>) {
+        let policy = Policy { fields: [("sessionId".to_string(), "s".to_string())].into_iter().collect(), ..Policy::default() };
+        let mut step = engine.begin(r#"[{"name": "api"}]"#, &policy, &TurnOptions::default(), None, now).unwrap();
+        assert_eq!(step.store.len(), 1, "one ticket for the call");
+        let (ticket, ops) = step.store.remove(0);
+        (step.turn.unwrap(), ticket, ops)
+    }
+
+    fn names(step: &Step) -> Vec<Vec<&'static str>> {
+        let name = |op: &Op| match op {
+            Op::Uncount { .. } => "uncount",
+            Op::Refund { .. } => "refund",
+            _ => "other",
+        };
+        step.store.iter().map(|(_, ops)| ops.iter().map(name).collect()).collect()
+    }
+
+    fn pending(engine: &Engine) -> u64 {
+        engine.store_stats().unwrap()["pending"].as_u64().unwrap()
+    }
+
+    #[test]
+    fn a_ticket_answered_in_parts_resumes_its_call_once_every_operation_is_in() {
+        let (mut engine, now) = (engine(), Instant::now());
+        let (_, ticket, ops) = begin(&mut engine, now);
+        assert!(matches!(ops[..], [Op::Count { .. }, Op::Take { .. }]), "{ops:?}");
+        let step = engine.answer_store(ticket, r#"[{"earlier": 0}, null]"#, now);
+        assert!(step.start.is_empty(), "the token has not come yet");
+        assert_eq!(pending(&engine), 1);
+        let step = engine.answer_store(ticket, r#"[null, {"take": "now"}]"#, now);
+        assert_eq!(step.start.len(), 1, "every reply is in: it runs");
+        assert_eq!(pending(&engine), 0);
+        let again = engine.answer_store(ticket, r#"[{"earlier": 0}, {"take": "now"}]"#, now);
+        assert!(again.start.is_empty() && again.store.is_empty(), "an answer to a ticket no longer out changes nothing");
+    }
+
+    #[test]
+    fn a_late_answer_gives_back_once_what_its_call_did_not_use() {
+        let (mut engine, now) = (engine(), Instant::now());
+        let (turn, ticket, _) = begin(&mut engine, now);
+        let step = engine.expire(now + Duration::from_millis(50));
+        assert_eq!(step.done, [turn], "the rate limit fails closed: the call is answered without running");
+        assert_eq!(engine.take_results(turn).unwrap()[0].error_kind, Some(ErrorKind::RateLimited));
+        // The count came late, the token later still: each goes back as it comes, once.
+        let uncount = engine.answer_store(ticket, r#"[{"earlier": 0}, null]"#, now);
+        assert_eq!(names(&uncount), [["uncount"]]);
+        let refund = engine.answer_store(ticket, r#"[{"earlier": 0}, {"take": "now"}]"#, now);
+        assert_eq!(names(&refund), [["refund"]], "the count went back already");
+        assert!(engine.answer_store(ticket, r#"[{"earlier": 0}, {"take": "now"}]"#, now).store.is_empty());
+        let stats = engine.store_stats().unwrap();
+        assert_eq!((stats["timeouts"].as_u64(), stats["errors"].as_u64(), stats["pending"].as_u64()), (Some(1), Some(2), Some(2)));
+        for (ticket, _) in uncount.store.iter().chain(&refund.store) {
+            engine.answer_store(*ticket, "[{}]", now);
+        }
+        assert_eq!(pending(&engine), 0, "the give-backs were answered");
+    }
+
+    #[test]
+    fn an_answer_that_cannot_be_read_fails_every_operation_it_was_for() {
+        let (mut engine, now) = (engine(), Instant::now());
+        let (turn, ticket, _) = begin(&mut engine, now);
+        let step = engine.answer_store(ticket, "not json", now);
+        assert_eq!(step.done, [turn]);
+        let result = &engine.take_results(turn).unwrap()[0];
+        assert_eq!(result.error_kind, Some(ErrorKind::RateLimited));
+        assert!(result.metadata.store_error.as_deref().is_some_and(|e| e.contains("could not be read")), "{:?}", result.metadata.store_error);
+        assert_eq!(engine.store_stats().unwrap()["errors"], 2);
+    }
+}

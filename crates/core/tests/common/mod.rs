@@ -1,7 +1,11 @@
 //! A fake host: drives the engine as the JS layer does, with scripted handlers and a hand-moved clock.
 #![allow(dead_code)] // each test binary uses its own part of it
 
+pub mod server;
+
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -29,7 +33,22 @@ pub struct Host {
     pub requests: Vec<HostRequest>,
     /// Shared-store tickets, for a test to answer.
     pub store: Vec<(u32, Vec<toolgate_core::shared::Op>)>,
+    /// The server that answers the shared store's tickets as they go out, when one does (see `Stores`).
+    pub server: Option<Rc<RefCell<server::Server>>>,
+    /// The server is answering: the tickets that go out meanwhile wait for its loop, so that nothing recurses per
+    /// ticket.
+    answering: bool,
 }
+
+/// Which store the engine keeps what it remembers in: its own memory, or a store shared between processes whose
+/// tickets the host's server answers. A scenario run on both holds the two paths to one behaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stores {
+    Memory,
+    Shared,
+}
+
+pub const BOTH: [Stores; 2] = [Stores::Memory, Stores::Shared];
 
 /// What the JS layer answers when no approval callback is set, and a check that finds nothing wrong.
 pub fn no_callback(request: &HostRequest) -> String {
@@ -62,6 +81,39 @@ impl Host {
             answer: Some(no_callback),
             requests: vec![],
             store: vec![],
+            server: None,
+            answering: false,
+        }
+    }
+
+    /// A host whose engine keeps what it remembers in `stores`; a shared store's server is new.
+    pub fn on(stores: Stores, options: Value) -> Self {
+        Self::with_server(stores, options, Rc::default())
+    }
+
+    /// Another process beside this one: same options, its own engine and tools, the same shared store's server.
+    pub fn beside(&self, options: Value) -> Self {
+        let server = self.server.clone().expect("a process beside another shares its store");
+        Self::with_server(Stores::Shared, options, server)
+    }
+
+    fn with_server(stores: Stores, mut options: Value, server: Rc<RefCell<server::Server>>) -> Self {
+        if stores == Stores::Memory {
+            return Host::new(options);
+        }
+        options["store"] = json!({"timeoutMs": 50});
+        let mut host = Host::new(options);
+        host.server = Some(server);
+        host
+    }
+
+    /// Forgets cached results of `tool` (for `args_json` only, when given), in the shared store too: how many the
+    /// store that keeps them dropped.
+    pub fn invalidate(&mut self, tool: &str, args_json: Option<&str>) -> usize {
+        let dropped = self.engine.invalidate(tool, args_json).unwrap();
+        match &self.server {
+            Some(server) => server.borrow_mut().invalidate(&self.engine.cache_prefix(tool, args_json).unwrap()),
+            None => dropped,
         }
     }
 
@@ -119,6 +171,20 @@ impl Host {
                 }
             }
         }
+        self.answer_store();
+    }
+
+    /// The server answers every ticket out, oldest first, as the store's replies come back after the step.
+    fn answer_store(&mut self) {
+        let Some(server) = self.server.clone().filter(|_| !self.answering) else { return };
+        self.answering = true;
+        while !self.store.is_empty() {
+            let (ticket, ops) = self.store.remove(0);
+            let replies = server.borrow_mut().run(ops, self.now);
+            let next = self.engine.answer_store(ticket, &replies, self.now);
+            self.apply(next);
+        }
+        self.answering = false;
     }
 
     pub fn begin(&mut self, calls: Value, policy: Policy) -> u32 {
@@ -181,3 +247,11 @@ pub fn error(r: &ToolResult) -> &str {
     r.error.as_deref().unwrap_or("")
 }
 
+
+/// Runs `scenario` once for each store; a failure's output says on which.
+pub fn for_each_store(scenario: impl Fn(Stores)) {
+    for stores in BOTH {
+        println!("on the {stores:?} store");
+        scenario(stores);
+    }
+}

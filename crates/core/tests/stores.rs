@@ -1,0 +1,194 @@
+//! What the stations remember, held to one behaviour whichever store keeps it: the scenarios run on the memory store
+//! and on a shared store whose server answers the tickets; then two processes sharing one store, where what one
+//! remembers decides for the other.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use toolgate_core::{ErrorKind, HostAnswer, Outcome, Policy, ToolResult};
+
+fn session(id: &str) -> Policy {
+    Policy { fields: [("sessionId".to_string(), id.to_string())].into_iter().collect(), ..Policy::default() }
+}
+
+fn starts(h: &Host, name: &str) -> usize {
+    h.log.iter().filter(|(what, tool)| *what == "start" && tool == name).count()
+}
+
+fn one(h: &mut Host, calls: Value, policy: Policy) -> ToolResult {
+    let turn = h.begin(calls, policy);
+    h.results(turn).remove(0)
+}
+
+/// Answers the one approval the host was asked.
+fn approve(h: &mut Host, answer: Value) {
+    assert_eq!(h.requests.len(), 1, "one approval asked");
+    let request = h.requests.remove(0);
+    let step = h.engine.answer(request.ticket, HostAnswer::from_json(&answer.to_string()).unwrap(), h.now);
+    h.apply(step);
+}
+
+/// Ends the one handler running with `output`.
+fn finish(h: &mut Host, output: &str) {
+    let run = *h.running.keys().next().expect("a handler runs");
+    h.running.clear();
+    let step = h.engine.complete(run, Outcome::Text(output.into()), h.now);
+    h.apply(step);
+}
+
+#[test]
+fn an_approval_for_the_session_is_asked_once_in_that_session() {
+    for_each_store(|stores| {
+        let mut h = Host::on(stores, json!({}));
+        h.answer = None;
+        h.tool(json!({"name": "deploy", "needsApproval": true, "dedup": "off"}), text("deployed"));
+        let turn = h.begin(json!([{"name": "deploy"}]), session("s"));
+        approve(&mut h, json!({"decision": "approve", "remember": "session"}));
+        assert_eq!(h.results(turn)[0].output, "deployed");
+        let again = one(&mut h, json!([{"name": "deploy"}]), session("s"));
+        assert!(h.requests.is_empty(), "not asked again in the session");
+        assert!(again.metadata.permission.as_ref().unwrap().by.contains("approved"), "{:?}", again.metadata.permission);
+        let turn = h.begin(json!([{"name": "deploy"}]), session("other"));
+        approve(&mut h, json!({"decision": "deny", "reason": "not here"}));
+        assert_eq!(h.results(turn)[0].error_kind, Some(ErrorKind::ApprovalDenied), "another session is asked");
+        assert_eq!(starts(&h, "deploy"), 2);
+    });
+}
+
+#[test]
+fn flags_past_the_limit_of_consecutive_rollbacks_are_dropped_and_a_useful_result_starts_over() {
+    for_each_store(|stores| {
+        let mut h = Host::on(stores, json!({"maxConsecutiveRollbacks": 2}));
+        h.tool_script(json!({"name": "probe", "readOnly": true, "dedup": "off", "rollbackWhen": {"emptyAt": ""}}), vec![
+            text(""),
+            text(""),
+            text(""),
+            text("found"),
+            text(""),
+        ]);
+        let flagged: Vec<(bool, bool)> = (0..5)
+            .map(|_| one(&mut h, json!([{"name": "probe"}]), session("s")))
+            .map(|r| (r.rollback.is_some(), r.metadata.rollback_suppressed))
+            .collect();
+        assert_eq!(flagged, [(true, false), (true, false), (false, true), (false, false), (true, false)]);
+    });
+}
+
+#[test]
+fn a_session_counts_a_query_that_never_ran_once_it_runs() {
+    for_each_store(|stores| {
+        let mut h = Host::on(stores, json!({}));
+        h.tool(json!({"name": "send", "dedup": "refuse", "rateLimit": "1/min"}), text("sent"));
+        let results = h.run(json!([{"name": "send", "input": {"to": "a"}}, {"name": "send", "input": {"to": "b"}}]));
+        assert_eq!(results[1].error_kind, Some(ErrorKind::RateLimited));
+        h.advance_clock(60_000);
+        let turn = h.begin(json!([{"name": "send", "input": {"to": "b"}}, {"name": "send", "input": {"to": "b"}}]), Policy::default());
+        let results = h.results(turn);
+        assert!(results[0].success, "b never ran before: not a repeat");
+        assert_eq!(results[1].error_kind, Some(ErrorKind::RateLimited), "without a session, nothing is counted");
+        let counted = one(&mut h, json!([{"name": "send", "input": {"to": "c"}}]), session("s"));
+        assert_eq!(counted.error_kind, Some(ErrorKind::RateLimited));
+        h.advance_clock(60_000);
+        assert!(one(&mut h, json!([{"name": "send", "input": {"to": "c"}}]), session("s")).success, "refused a token, it was not counted");
+        assert_eq!(one(&mut h, json!([{"name": "send", "input": {"to": "c"}}]), session("s")).error_kind, Some(ErrorKind::Duplicate));
+    });
+}
+
+// ── Two processes, one store ────────────────────────────────────────────────────────────────────────────────────
+
+/// Two processes on one shared store, each with `tool` registered and answering `output`.
+fn two_processes(options: Value, tool: Value, output: &str) -> (Host, Host) {
+    let mut a = Host::on(Stores::Shared, options.clone());
+    let mut b = a.beside(options);
+    a.tool(tool.clone(), text(output));
+    b.tool(tool, text(output));
+    (a, b)
+}
+
+#[test]
+fn a_result_one_process_cached_answers_the_other() {
+    let (mut a, mut b) = two_processes(json!({}), json!({"name": "get", "idempotent": true}), "value");
+    assert!(!a.run(json!([{"name": "get", "input": {"k": 1}}]))[0].cached);
+    let r = &b.run(json!([{"name": "get", "input": {"k": 1}}]))[0];
+    assert!(r.cached && r.output == "value");
+    assert_eq!(starts(&b, "get"), 0);
+    assert_eq!(b.invalidate("get", None), 1, "invalidated in the store");
+    assert!(!a.run(json!([{"name": "get", "input": {"k": 1}}]))[0].cached);
+}
+
+#[test]
+fn an_identical_call_waits_for_the_process_that_runs_it_and_shares_its_result() {
+    let (mut a, mut b) = two_processes(json!({}), json!({"name": "get", "idempotent": true, "readOnly": true}), "unused");
+    a.handlers.insert("get".into(), vec![Behaviour::Hang]);
+    let first = a.begin(json!([{"name": "get"}]), Policy::default());
+    let second = b.begin(json!([{"name": "get"}]), Policy::default());
+    assert_eq!((starts(&a, "get"), starts(&b, "get")), (1, 0), "b waits: a holds the lease");
+    finish(&mut a, "computed once");
+    b.advance_clock(500);
+    let r = &b.results(second)[0];
+    assert_eq!(r.output, "computed once");
+    assert!(r.cached);
+    let cache: Vec<&str> = r.metadata.stages.iter().filter(|m| m.station == "cache").map(|m| m.outcome).collect();
+    assert_eq!(cache, ["miss", "waits_elsewhere", "hit"]);
+    assert_eq!(starts(&b, "get"), 0);
+    assert!(a.results(first)[0].success);
+}
+
+#[test]
+fn a_rate_limit_holds_across_processes() {
+    let (mut a, mut b) = two_processes(json!({}), json!({"name": "api", "rateLimit": "2/min"}), "ok");
+    assert!(a.run(json!([{"name": "api"}, {"name": "api"}])).iter().all(|r| r.success));
+    let r = &b.run(json!([{"name": "api"}]))[0];
+    assert_eq!(r.error_kind, Some(ErrorKind::RateLimited), "a took the bucket's two tokens");
+    b.advance_clock(30_000);
+    a.now = b.now;
+    assert!(b.run(json!([{"name": "api"}]))[0].success, "one refilled");
+}
+
+#[test]
+fn a_sessions_budget_and_its_repeats_hold_across_processes() {
+    let (mut a, mut b) = two_processes(json!({"budget": {"maxCalls": 3}}), json!({"name": "send", "dedup": "refuse"}), "sent");
+    assert!(one(&mut a, json!([{"name": "send", "input": {"to": "x"}}]), session("s")).success);
+    let r = one(&mut b, json!([{"name": "send", "input": {"to": "x"}}]), session("s"));
+    assert_eq!(r.error_kind, Some(ErrorKind::Duplicate), "a ran it in this session");
+    assert!(one(&mut b, json!([{"name": "send", "input": {"to": "y"}}]), session("s")).success);
+    assert!(one(&mut a, json!([{"name": "send", "input": {"to": "z"}}]), session("s")).success);
+    let r = one(&mut b, json!([{"name": "send", "input": {"to": "w"}}]), session("s"));
+    assert_eq!(r.error_kind, Some(ErrorKind::BudgetExceeded), "three calls ran in the session, in either process");
+}
+
+#[test]
+fn a_breaker_one_process_opened_refuses_the_other_once_it_hears() {
+    let breaker = json!({"minCalls": 2, "failureRate": 0.5, "openMs": 1_000});
+    let tool = json!({"name": "api", "retry": {"maxRetries": 0}, "breaker": breaker});
+    let (mut a, mut b) = two_processes(json!({}), tool, "ok");
+    a.handlers.insert("api".into(), vec![Behaviour::Return(Outcome::Thrown(json!({"message": "down"}).to_string()))]);
+    assert!(a.run(json!([{"name": "api"}, {"name": "api"}])).iter().all(|r| r.error_kind == Some(ErrorKind::HandlerError)));
+    assert_eq!(a.engine.counters(a.now)["tools"]["api"]["breaker"], "open");
+    assert!(b.run(json!([{"name": "api"}]))[0].success, "b knew it closed: it ran, and its outcome's answer says open");
+    assert_eq!(b.engine.counters(b.now)["tools"]["api"]["breaker"], "open");
+    assert_eq!(b.run(json!([{"name": "api"}]))[0].error_kind, Some(ErrorKind::Unavailable));
+}
+
+#[test]
+fn an_approval_for_the_session_in_one_process_holds_in_the_other() {
+    let (mut a, mut b) = two_processes(json!({}), json!({"name": "deploy", "needsApproval": true, "dedup": "off"}), "deployed");
+    a.answer = None;
+    let turn = a.begin(json!([{"name": "deploy"}]), session("s"));
+    approve(&mut a, json!({"decision": "approve", "remember": "session"}));
+    assert!(a.results(turn)[0].success);
+    // b's own callback denies: it is not asked.
+    assert!(one(&mut b, json!([{"name": "deploy"}]), session("s")).success);
+    assert_eq!(one(&mut b, json!([{"name": "deploy"}]), session("t")).error_kind, Some(ErrorKind::ApprovalDenied));
+}
+
+#[test]
+fn consecutive_rollbacks_count_across_processes() {
+    let tool = json!({"name": "probe", "readOnly": true, "dedup": "off", "rollbackWhen": {"emptyAt": ""}});
+    let (mut a, mut b) = two_processes(json!({"maxConsecutiveRollbacks": 2}), tool, "");
+    assert!(one(&mut a, json!([{"name": "probe"}]), session("s")).rollback.is_some());
+    assert!(one(&mut b, json!([{"name": "probe"}]), session("s")).rollback.is_some());
+    let third = one(&mut a, json!([{"name": "probe"}]), session("s"));
+    assert!(third.rollback.is_none() && third.metadata.rollback_suppressed, "the third in a row, counted in both");
+}
