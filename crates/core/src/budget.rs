@@ -304,9 +304,19 @@ pub fn passes(used: f64, amount: f64, limit: f64) -> bool {
     used + amount > limit + 1e-9
 }
 
-/// A call not run because it would add `amount` to `line`, of which `used` was used, in the budget of `by` (see
-/// `holder`); `resets_in` for a window.
-pub fn exceeded(call_id: String, tool: &str, line: &Limit, amount: f64, used: f64, resets_in: Option<Duration>, by: Vec<(String, String)>) -> ToolResult {
+/// Why a limit refused a call: it would add `amount` to what was `used`, in the budget of `by` (see `holder`);
+/// `resets_in` for a window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    pub amount: f64,
+    pub used: f64,
+    pub resets_in: Option<Duration>,
+    pub by: Vec<(String, String)>,
+}
+
+/// A call not run because `line` refused it.
+pub fn exceeded(call_id: String, tool: &str, line: &Limit, refusal: Refusal) -> ToolResult {
+    let Refusal { amount, used, resets_in, by } = refusal;
     let whose = match line.source {
         Source::Executor => "the executor's",
         Source::Tool => "this tool's",
@@ -425,18 +435,18 @@ mod tests {
         let budget = budget(serde_json::json!({"maxCalls": 100, "maxCost": 10, "maxCallsPerWindow": {"calls": 5, "windowMs": 60_000}}));
         let all = limits([(Source::Executor, Some(&budget)), (Source::Tool, None), (Source::Context, None)], "search", 4.0);
         let s1 = holder(&budget.by, &fields(&[("sessionId", "s1")]));
-        let r = exceeded("c".into(), "search", &all[0], 1.0, 100.0, None, s1.clone());
+        let r = exceeded("c".into(), "search", &all[0], Refusal { amount: 1.0, used: 100.0, resets_in: None, by: s1.clone() });
         assert_eq!((r.error_kind, r.retryable, r.retry_after_ms), (Some(ErrorKind::BudgetExceeded), false, None));
         assert!(r.output.starts_with("Error (budget_exceeded): Tool \"search\" was not run: the call budget of session \"s1\" (the executor's maxCalls) is used up: 100 of 100 calls."), "{}", r.output);
         let note = r.metadata.budget.as_ref().unwrap();
         assert_eq!((note.budget, note.source, note.limit, note.used), ("maxCalls", "executor", 100.0, 100.0));
-        let window = exceeded("c".into(), "search", &all[1], 1.0, 5.0, Some(Duration::from_millis(12_300)), s1.clone());
+        let window = exceeded("c".into(), "search", &all[1], Refusal { amount: 1.0, used: 5.0, resets_in: Some(Duration::from_millis(12_300)), by: s1.clone() });
         assert!(window.output.contains("5 of 5 calls in the current 60 s window, which starts over in 13 s"), "{}", window.output);
         assert_eq!(window.retry_after_ms, Some(12_300));
-        let cost = exceeded("c".into(), "search", &all[2], 4.0, 7.5, None, s1);
+        let cost = exceeded("c".into(), "search", &all[2], Refusal { amount: 4.0, used: 7.5, resets_in: None, by: s1 });
         assert!(cost.output.contains("this call costs 4, and 7.5 of the cost budget of session \"s1\" (the executor's maxCost: 10) is spent"), "{}", cost.output);
         let none = holder(&budget.by, &Fields::default());
-        assert!(exceeded("c".into(), "search", &all[0], 1.0, 100.0, None, none).output.contains("the calls without a sessionId (they share one budget)"));
+        assert!(exceeded("c".into(), "search", &all[0], Refusal { amount: 1.0, used: 100.0, resets_in: None, by: none }).output.contains("the calls without a sessionId (they share one budget)"));
     }
 
     #[test]

@@ -294,7 +294,7 @@ impl Engine {
         let due = after(now, Duration::from_millis(limit));
         self.deadlines.arm(due, Alarm::Host(ticket));
         self.tickets.insert(ticket, (at, kind, due));
-        let turn = self.turns.get_mut(&at.turn).expect("a live turn");
+        let turn = self.turns.live_mut(at.turn);
         let slot = &mut turn.slots[at.index];
         tracing::debug!(turn = at.turn, call = %self.shaper.redact_text(&slot.id), ticket, kind = ?kind, "waiting on the host");
         slot.pending = Some(ticket);

@@ -183,27 +183,67 @@ pub(super) struct Run {
     pub(super) verdict: Option<String>,
 }
 
-impl Engine {
-    /// An open call's slot. Every room holds a call by `At` only while its turn is open.
+/// The open turns, by id. A call in one is found by its `At`: the engine's rooms hold a call by `At` only while its
+/// turn is open, so finding it is not a question each of them asks.
+#[derive(Default)]
+pub(super) struct Turns(FxHashMap<u32, Turn>);
+
+impl std::ops::Deref for Turns {
+    type Target = FxHashMap<u32, Turn>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Turns {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl Turns {
+    pub(super) fn live(&self, turn: u32) -> &Turn {
+        self.0.get(&turn).expect("a live turn")
+    }
+
+    pub(super) fn live_mut(&mut self, turn: u32) -> &mut Turn {
+        self.0.get_mut(&turn).expect("a live turn")
+    }
+
     pub(super) fn slot(&self, at: At) -> &Slot {
-        &self.turns.get(&at.turn).expect("a live turn").slots[at.index]
+        &self.live(at.turn).slots[at.index]
     }
 
     pub(super) fn slot_mut(&mut self, at: At) -> &mut Slot {
-        &mut self.turns.get_mut(&at.turn).expect("a live turn").slots[at.index]
+        &mut self.live_mut(at.turn).slots[at.index]
     }
 
     /// The slot, when its turn is still open (an answer from the host or the store may come after the turn ended).
     pub(super) fn open_slot(&self, at: At) -> Option<&Slot> {
-        self.turns.get(&at.turn).map(|turn| &*turn.slots[at.index])
+        self.0.get(&at.turn).map(|turn| &*turn.slots[at.index])
+    }
+}
+
+impl Engine {
+    pub(super) fn slot(&self, at: At) -> &Slot {
+        self.turns.slot(at)
+    }
+
+    pub(super) fn slot_mut(&mut self, at: At) -> &mut Slot {
+        self.turns.slot_mut(at)
+    }
+
+    pub(super) fn open_slot(&self, at: At) -> Option<&Slot> {
+        self.turns.open_slot(at)
     }
 
     pub(super) fn turn(&self, at: At) -> &Turn {
-        self.turns.get(&at.turn).expect("a live turn")
+        self.turns.live(at.turn)
     }
 
     pub(super) fn turn_mut(&mut self, at: At) -> &mut Turn {
-        self.turns.get_mut(&at.turn).expect("a live turn")
+        self.turns.live_mut(at.turn)
     }
 
     pub(super) fn tool_of(&self, at: At) -> Arc<Tool> {

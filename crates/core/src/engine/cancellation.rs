@@ -102,7 +102,7 @@ impl Engine {
         }
         for (index, run, was_running) in ended_runs {
             self.end_run(run);
-            let turn = self.turns.get_mut(&turn_id).expect("a live turn");
+            let turn = self.turns.live_mut(turn_id);
             let slot = &mut turn.slots[index];
             let tool = slot.tool().clone();
             if !was_running {
@@ -128,7 +128,7 @@ impl Engine {
             slot.marks.push(mark("invoke", kind.as_str()));
             answers.push((index, result));
         }
-        let turn = self.turns.get_mut(&turn_id).expect("a live turn");
+        let turn = self.turns.live_mut(turn_id);
         for index in waiting.into_iter().chain(unstarted_waits) {
             let slot = &mut turn.slots[index];
             let tool = slot.tool().clone();

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crate::breaker::{self, Admission, BreakerSaid, Outcome, Phase, Transition};
-use crate::budget::{self, Limit, Source, Spending};
+use crate::budget::{self, Limit, Refusal, Source, Spending};
 use crate::ops::{Op, Reply};
 use crate::registry::Tool;
 use crate::result::ToolResult;
@@ -47,14 +47,15 @@ impl Engine {
         let tool = tool.clone();
         let limits = self.budget_limits(at.turn, &tool);
         let per_turn = limits.iter().take_while(|limit| limit.per_turn()).count();
-        let turn = self.turns.get_mut(&at.turn).expect("a live turn");
+        let turn = self.turns.live_mut(at.turn);
         let refused = limits[..per_turn].iter().find_map(|limit| {
             let used = turn.calls_run.get(limit.prefix.as_str()).copied().unwrap_or(0) as f64;
             budget::passes(used, limit.amount, limit.limit).then_some((limit, used))
         });
         if let Some((limit, used)) = refused {
             let slot = &mut turn.slots[at.index];
-            return Err(refuse_budget(&mut self.counters, slot, limit, limit.amount, used, None, Vec::new()));
+            let refusal = Refusal { amount: limit.amount, used, resets_in: None, by: Vec::new() };
+            return Err(refuse_budget(&mut self.counters, slot, limit, refusal));
         }
         for limit in &limits[..per_turn] {
             match turn.calls_run.get_mut(limit.prefix.as_str()) {
@@ -84,7 +85,8 @@ impl Engine {
             budget::Spent::Over(used, resets) if resumed.runs() => {
                 let limit = self.budget_limits(at.turn, slot.tool())[spending.at].clone();
                 let by = budget::holder(&limit.by, &self.turn(at).policy.fields);
-                *resumed = Resumed::Answered(refuse_budget(&mut self.counters, slot, &limit, spending.amount, used, resets, by));
+                let refusal = Refusal { amount: spending.amount, used, resets_in: resets, by };
+                *resumed = Resumed::Answered(refuse_budget(&mut self.counters, slot, &limit, refusal));
             }
             budget::Spent::Failed(e) if resumed.runs() => {
                 slot.marks.push(mark("budget", "unavailable"));
@@ -105,7 +107,7 @@ impl Engine {
         }
         let (cost, tool) = (slot.cost, slot.tool().clone());
         let limits = self.budget_limits(at.turn, &tool);
-        let turn = self.turns.get_mut(&at.turn).expect("a live turn");
+        let turn = self.turns.live_mut(at.turn);
         let made = |line: usize| spent.made & (1 << line) != 0;
         let mut back = Vec::new();
         for (line, limit) in limits.iter().enumerate().filter(|(line, _)| made(*line)) {
@@ -142,7 +144,7 @@ impl Engine {
             Some((Phase::Open | Phase::HalfOpen, _)) => return Ok(true),
             _ => (Admission::Counted(None), Phase::Closed),
         };
-        let slot = self.turns.get_mut(&at.turn).expect("a live turn").slots[at.index].as_mut();
+        let slot = self.turns.slot_mut(at);
         match admission {
             Admission::Refused(wait) => Err(refuse_attempt(&mut self.counters, slot, phase, wait)),
             admitted => {
@@ -238,13 +240,12 @@ impl Engine {
     }
 }
 
-/// The result of a call a budget refuses (it would add `amount`; `by`: whose budget), counted.
-#[allow(clippy::too_many_arguments)]
-fn refuse_budget(counters: &mut BTreeMap<String, ToolCounters>, slot: &mut Slot, line: &Limit, amount: f64, used: f64, resets_in: Option<Duration>, by: Vec<(String, String)>) -> Box<ToolResult> {
+/// The result of a call a budget refuses, counted.
+fn refuse_budget(counters: &mut BTreeMap<String, ToolCounters>, slot: &mut Slot, line: &Limit, refusal: Refusal) -> Box<ToolResult> {
     let name = slot.tool().spec.name.clone();
     slot.marks.push(mark("budget", "exceeded"));
     counters_of(counters, &name).budget_exceeded += 1;
-    Box::new(budget::exceeded(slot.id.clone(), &name, line, amount, used, resets_in, by))
+    Box::new(budget::exceeded(slot.id.clone(), &name, line, refusal))
 }
 
 /// The result of an attempt the breaker refuses, counted.

@@ -47,7 +47,7 @@ pub use commands::CommandTask;
 pub use counters::ToolCounters;
 pub use settlement::{Shaped, Shaping};
 pub use wire::{HostAnswer, HostKind, HostRequest, Start, Step};
-use call::{At, Run, Turn};
+use call::{At, Run, Turn, Turns};
 use cancellation::TurnEnd;
 use counters::tally;
 use settlement::Sealing;
@@ -77,7 +77,7 @@ pub enum Alarm {
 pub struct Engine {
     options: EngineOptions,
     registry: Registry,
-    turns: FxHashMap<u32, Turn>,
+    turns: Turns,
     runs: FxHashMap<u32, Run>,
     /// Runs whose handlers returned while their value is still crossing from the host (see `hold`).
     held: FxHashMap<u32, Run>,
@@ -178,7 +178,7 @@ impl Engine {
             commands: Arc::default(),
             options,
             registry: Registry::default(),
-            turns: FxHashMap::default(),
+            turns: Turns::default(),
             runs: FxHashMap::default(),
             held: FxHashMap::default(),
             deadlines: Deadlines::default(),

@@ -142,7 +142,7 @@ impl Engine {
     pub(super) fn start_run(&mut self, at: At, now: Instant, step: &mut Step) {
         let tool = self.tool_of(at);
         self.take_place(&tool.spec.name);
-        let turn = self.turns.get_mut(&at.turn).expect("a live turn");
+        let turn = self.turns.live_mut(at.turn);
         let slot = &mut turn.slots[at.index];
         let run = self.next_run;
         self.next_run = self.next_run.wrapping_add(1).max(1);

@@ -218,7 +218,7 @@ impl Engine {
             self.settled_while_asking(&mut asking, &result, now);
             self.put_back(at, asking);
         }
-        let slot = &mut self.turns.get_mut(&at.turn).expect("a live turn").slots[at.index];
+        let slot = self.turns.slot_mut(at);
         let fills = slot.fills.take();
         // A call that joined a flight and ends without it (its turn ended, a policy skipped it) leaves the flight.
         if let Some((_, id)) = slot.joined.take() {
