@@ -92,21 +92,12 @@ impl<K: Hash + Eq, V> Bounded<K, V> {
         self.map.pop_lru()
     }
 
-    /// The least recently used entry, without touching it.
-    pub fn peek_lru(&self) -> Option<(&K, &V)> {
-        self.map.peek_lru()
-    }
-
     pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
         self.map.iter()
     }
 
     pub fn len(&self) -> usize {
         self.map.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
     }
 
     pub fn clear(&mut self) {

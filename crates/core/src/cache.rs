@@ -34,8 +34,6 @@ impl Default for CacheOptions {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Kept {
-    #[serde(skip)]
-    pub output: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -59,7 +57,6 @@ pub struct Kept {
 impl Kept {
     pub fn of(result: &ToolResult) -> String {
         let kept = Kept {
-            output: String::new(),
             structured: result.metadata.structured.clone(),
             stderr: result.metadata.stderr.clone(),
             exit_code: result.metadata.exit_code.clone(),

@@ -43,7 +43,6 @@ mod running;
 mod settlement;
 mod tickets;
 mod wire;
-pub use commands::CommandTask;
 pub use counters::ToolCounters;
 pub use settlement::{Shaped, Shaping};
 pub use wire::{HostAnswer, HostKind, HostRequest, Start, Step};
