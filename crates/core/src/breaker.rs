@@ -389,6 +389,11 @@ impl BreakerSaid {
     }
 }
 
+/// A trial place a reply gave, whatever else it says: it is given back, untested, when no attempt used it.
+pub fn trial_given(reply: &Reply) -> Option<Admission> {
+    (reply.error.is_none() && reply.admit.as_deref() == Some("trial")).then(|| Admission::Trial(reply.generation.unwrap_or(0)))
+}
+
 /// A call not run because its tool's breaker is open (or every trial of a half-open one is out).
 pub fn refused(call_id: String, tool: &str, phase: Phase, wait: Duration) -> ToolResult {
     let seconds = wait.as_millis().div_ceil(1000).max(1);

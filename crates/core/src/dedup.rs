@@ -123,6 +123,12 @@ impl Counted {
     }
 }
 
+/// Whether a count's reply left a count in the store that a call which never runs takes back: the store counted the
+/// query, and not as a repeat it refused (that one the store took back itself).
+pub fn holds_count(mode: Mode, reply: &Reply) -> bool {
+    reply.error.is_none() && reply.earlier.is_some_and(|earlier| mode != Mode::Refuse || earlier == 0)
+}
+
 /// What dedup decides for a query that ran `earlier` times before in the session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {

@@ -112,3 +112,37 @@ impl Engine {
         stats
     }
 }
+
+/// What the shared store did, for `stats()`.
+#[derive(Debug, Default, Clone, Copy, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct StoreStats {
+    /// Operations sent to the store.
+    pub(super) operations: u64,
+    /// Operations that failed, timed out included.
+    pub(super) errors: u64,
+    /// Tickets the store did not answer within `timeoutMs`.
+    pub(super) timeouts: u64,
+    /// Results the store failed (went on without it, or not run).
+    pub(super) unavailable: u64,
+}
+
+impl Engine {
+    /// A call's result says the store failed it, and why.
+    pub(super) fn note_store(&mut self, result: &mut ToolResult, why: String) {
+        if let Some(shared) = self.shared.as_mut() {
+            shared.stats.unavailable += 1;
+        }
+        result.metadata.store = Some("unavailable");
+        result.metadata.store_error = Some(why);
+    }
+
+    /// The store's counters, for `stats()`: absent without a shared store.
+    pub(super) fn store_stats(&self) -> Option<Value> {
+        self.shared.as_ref().map(|s| {
+            let mut stats = serde_json::to_value(s.stats).expect("store stats serialize");
+            stats["pending"] = s.pending().into();
+            stats
+        })
+    }
+}

@@ -5,14 +5,12 @@
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rustc_hash::FxHashMap;
-use serde::Serialize;
-use serde_json::Value;
 
 use crate::bounded::Bounded;
-use crate::breaker::{self, Admission, Outcome};
+use crate::breaker::{self, Outcome};
 use crate::budget::{self, Spent};
-use crate::cache;
-use crate::dedup::{self, Mode};
+use crate::cache::{self, Found, Lease};
+use crate::dedup;
 use crate::ops::{self, Op, Reply};
 use crate::ratelimit::{self, Token};
 use crate::result::ToolResult;
@@ -21,6 +19,7 @@ use crate::timer::after;
 
 use super::asking::{Plan, Replies};
 use super::call::{At, Slot};
+use super::counters::StoreStats;
 use super::wire::Step;
 use super::{Alarm, Engine};
 
@@ -41,20 +40,7 @@ pub(super) struct Shared {
     owner: String,
     /// Flights holding the lease of their cache key, by flight id.
     pub(super) leases: FxHashMap<u32, String>,
-    stats: StoreStats,
-}
-
-#[derive(Debug, Default, Clone, Copy, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct StoreStats {
-    /// Operations sent to the store.
-    operations: u64,
-    /// Operations that failed, timed out included.
-    errors: u64,
-    /// Tickets the store did not answer within `timeoutMs`.
-    timeouts: u64,
-    /// Results the store failed (went on without it, or not run).
-    unavailable: u64,
+    pub(super) stats: StoreStats,
 }
 
 /// Why a ticket was sent, and where its answer goes.
@@ -114,6 +100,11 @@ impl Shared {
     /// An operation no call waits on, sent in the step's ticket of effects.
     pub(super) fn queue(&mut self, op: Op) {
         self.effects.push(op);
+    }
+
+    /// Tickets out, and late answers kept until their call settles: a gauge that must come back to 0.
+    pub(super) fn pending(&self) -> usize {
+        self.waits.len() + self.held_answers.len()
     }
 }
 
@@ -247,23 +238,21 @@ impl Engine {
     }
 
     /// What a ticket its call no longer waits on took: a lease is released (nobody uses it), and for a call that
-    /// ended without running, its tokens go back and the query it counted is taken back.
+    /// ended without running, its tokens go back and the query it counted is taken back. What each reply took is
+    /// its station's to say.
     fn give_back(&mut self, wait: &Wait, replies: &[Reply], now: Instant) {
         let Wait::Call { plan, unused, .. } = wait else { return };
         let mut replies = replies.iter();
+        let mut reply = || replies.next().expect("a reply per operation");
         let mut back = Vec::new();
         if let Some(count) = &plan.count {
-            let reply = replies.next().expect("a reply per operation");
-            // A repeat the script refused was taken back by the script itself.
-            let refused = count.mode == Mode::Refuse && reply.earlier.is_some_and(|e| e > 0);
-            if let (true, Some(key), None, Some(_), false) = (unused.count, &count.key, &reply.error, reply.earlier, refused) {
+            if let (true, Some(key), true) = (unused.count, &count.key, dedup::holds_count(count.mode, reply())) {
                 back.push(dedup::uncount(count.session.clone(), key.clone()));
             }
         }
         if let Some(lookup) = &plan.lookup {
-            let reply = replies.next().expect("a reply per operation");
             let flight = lookup.flight.expect("a shared store's lookup is a flight's");
-            if reply.lease.as_deref() == Some("taken") {
+            if Found::of(reply()).1 == Lease::Taken {
                 if self.flights.get(&lookup.key) == Some(&flight) {
                     // The flight went on under another call (the lease is the flight's, not the call's): it holds it.
                     self.shared_mut().leases.insert(flight, lookup.key.clone());
@@ -273,23 +262,20 @@ impl Engine {
             }
         }
         for spending in &plan.spends {
-            let reply = replies.next().expect("a reply per operation");
-            if let (true, Spent::Made(made_in)) = (unused.attempt, Spent::of(reply, spending.window.is_some())) {
+            if let (true, Spent::Made(made_in)) = (unused.attempt, Spent::of(reply(), spending.window.is_some())) {
                 back.push(budget::unspend(spending.key.clone(), spending.amount, made_in));
             }
         }
         if let Some(tool) = &plan.breaker {
-            let reply = replies.next().expect("a reply per operation");
             // A trial place a late answer gave goes back even when the call ran: it ran without it, and its outcome
             // is not counted against it, so the place would stay taken until the breaker's key expired.
-            if let (None, Some("trial"), Some(config)) = (&reply.error, reply.admit.as_deref(), self.registry.get(tool).and_then(|t| t.breaker)) {
-                let trial = Admission::Trial(reply.generation.unwrap_or(0));
+            if let (Some(trial), Some(config)) = (breaker::trial_given(reply()), self.registry.get(tool).and_then(|t| t.breaker)) {
                 let op = breaker::record_op(tool, &config, trial, Outcome::Untested).expect("a trial is recorded");
                 self.send(vec![op], Wait::Breaker(tool.clone()), now);
             }
         }
-        for (want, reply) in plan.takes.iter().flatten().zip(replies) {
-            if unused.attempt && Token::of(reply).taken() {
+        for want in plan.takes.iter().flatten() {
+            if Token::of(reply()).taken() && unused.attempt {
                 back.push(ratelimit::refund(want.key.clone(), want.bucket));
             }
         }
@@ -327,25 +313,6 @@ impl Engine {
             let (wait, replies) = self.shared_mut().held_answers.remove(&ticket).expect("held above");
             self.give_back(&wait, &replies, now);
         }
-    }
-
-    /// A call's result says the store failed it, and why.
-    pub(super) fn note_store(&mut self, result: &mut ToolResult, why: String) {
-        if let Some(shared) = self.shared.as_mut() {
-            shared.stats.unavailable += 1;
-        }
-        result.metadata.store = Some("unavailable");
-        result.metadata.store_error = Some(why);
-    }
-
-    /// The store's counters, for `stats()`: absent without a shared store.
-    pub(super) fn store_stats(&self) -> Option<Value> {
-        self.shared.as_ref().map(|s| {
-            let mut stats = serde_json::to_value(s.stats).expect("store stats serialize");
-            // Tickets out, and late answers kept until their call settles: a gauge that must come back to 0.
-            stats["pending"] = (s.waits.len() + s.held_answers.len()).into();
-            stats
-        })
     }
 }
 
