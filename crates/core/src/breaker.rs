@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ops::{store_ms, Op, Reply};
+use crate::ops::{Op, Reply};
 use crate::timer::seconds;
 use crate::result::{ErrorKind, ToolResult};
 
@@ -287,6 +287,7 @@ impl BreakerState {
             generation,
             phase: Some(self.phase.as_str().to_string()),
             wait_ms: Some(crate::ops::wait_ms(wait)),
+            exact_wait: Some(wait),
             from,
             calls,
             failures,
@@ -336,7 +337,7 @@ pub fn record_op(tool: &str, config: &BreakerConfig, admission: Admission, outco
 /// How long a breaker's state outlives its last change: its window and its opening, with a margin. A state that
 /// expired is a closed breaker with an empty window.
 fn ttl_ms(config: &BreakerConfig) -> u64 {
-    store_ms(config.window_ms.saturating_add(config.open_ms).saturating_add(60_000))
+    config.window_ms.saturating_add(config.open_ms).saturating_add(60_000)
 }
 
 /// A breaker as the store answered: its phase, how long it stays open, the phase it left when the operation
@@ -372,9 +373,12 @@ impl BreakerSaid {
             Some(from) => Some(Phase::parse(from).filter(|from| *from != phase)?),
             None => None,
         };
-        let wait = || {
-            let ms = reply.wait_ms.unwrap_or(0.0);
-            (0.0..=LONGEST_WAIT_MS).contains(&ms).then(|| seconds(ms / 1000.0))
+        let wait = || match reply.exact_wait {
+            Some(exact) => Some(exact),
+            None => {
+                let ms = reply.wait_ms.unwrap_or(0.0);
+                (0.0..=LONGEST_WAIT_MS).contains(&ms).then(|| seconds(ms / 1000.0))
+            }
         };
         let open_for = if phase == Phase::Open { wait()? } else { Duration::ZERO };
         let admission = match (reply.admit.as_deref(), phase) {

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::fields::Fields;
-use crate::ops::{store_ms, Op, Reply, MAX_WAIT};
+use crate::ops::{Op, Reply, MAX_WAIT};
 use crate::timer::seconds;
 #[cfg(test)]
 use crate::timer::window_of;
@@ -103,8 +103,8 @@ impl Spending {
     /// What the budget asks the store: to add the call's amount unless that passes the limit (a counter without a
     /// window lasts `ttl_ms` after its last spending).
     pub fn op(&self, ttl_ms: u64) -> Op {
-        let window_ms = self.window.map(|w| store_ms(w.as_millis() as u64));
-        Op::Spend { key: self.key.clone(), amount: self.amount, limit: self.limit, ttl_ms: store_ms(ttl_ms), window_ms }
+        let window_ms = self.window.map(|w| w.as_millis().min(u128::from(u64::MAX)) as u64);
+        Op::Spend { key: self.key.clone(), amount: self.amount, limit: self.limit, ttl_ms, window_ms }
     }
 }
 
@@ -128,7 +128,7 @@ impl Spent {
             (Some(e), _) => Spent::Failed(e.clone()),
             (None, Some("ok")) => Spent::Made(reply.window.unwrap_or(0)),
             (None, Some("over")) => {
-                let resets = windowed.then(|| seconds(reply.wait_ms.unwrap_or(0.0).max(0.0) / 1000.0).min(MAX_WAIT));
+                let resets = windowed.then(|| reply.exact_wait.unwrap_or_else(|| seconds(reply.wait_ms.unwrap_or(0.0).max(0.0) / 1000.0).min(MAX_WAIT)));
                 Spent::Over(reply.used.filter(|u| u.is_finite()).unwrap_or(0.0), resets)
             }
             (None, _) => Spent::Failed("the store's answer to a budget spending could not be read".into()),

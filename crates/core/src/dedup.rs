@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::keys;
-use crate::ops::{store_ms, Op, Reply};
+use crate::ops::{Op, Reply};
 use crate::result::{ErrorKind, ToolResult};
 
 /// What a session remembers of the queries it ran.
@@ -88,7 +88,7 @@ pub fn count(session: &str, key: Option<&str>, mode: Mode, rollbacks: bool, ttl_
     Op::Count {
         session: session.to_string(),
         key: key.map(str::to_string),
-        ttl_ms: store_ms(ttl_ms),
+        ttl_ms,
         refuse: counted && mode == Mode::Refuse,
         reuse: counted && mode == Mode::Reuse,
         rollbacks,
@@ -102,7 +102,7 @@ pub fn uncount(session: String, key: String) -> Op {
 
 /// A query's result kept in its session, for `reuse`.
 pub fn keep(session: String, key: String, value: Arc<str>, ttl_ms: u64) -> Op {
-    Op::Keep { session, key, value, ttl_ms: store_ms(ttl_ms) }
+    Op::Keep { session, key, value, ttl_ms }
 }
 
 /// What the store said to a count: how often the session ran the query before, what it kept of its last result

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::ops::{store_ms, Op};
+use crate::ops::Op;
 use crate::result::{ToolResult, NO_OUTPUT};
 
 #[derive(Debug)]
@@ -87,7 +87,7 @@ pub fn judge(rules: &[Rule], result: &ToolResult) -> Option<String> {
 /// A judged result of a session, for the other processes to count: a flag adds one to the session's consecutive
 /// rollbacks, a result not flagged ends the run.
 pub fn rollbacks_op(session: &str, flagged: bool, ttl_ms: u64) -> Op {
-    Op::Rollbacks { session: session.to_string(), flagged, ttl_ms: store_ms(ttl_ms) }
+    Op::Rollbacks { session: session.to_string(), flagged, ttl_ms }
 }
 
 #[cfg(test)]

@@ -77,6 +77,10 @@ pub struct Reply {
     pub from: Option<String>,
     pub calls: Option<u32>,
     pub failures: Option<u32>,
+    /// The wait as this process's memory store worked it out: exact, and never garbage, so a reader takes it as it
+    /// is. A shared store's answer says its wait in `wait_ms` alone, which a reader bounds.
+    #[serde(skip)]
+    pub exact_wait: Option<Duration>,
 }
 
 impl Reply {
@@ -104,16 +108,40 @@ pub fn read_answer(json: &str, ops: usize) -> Vec<Option<Reply>> {
         .collect()
 }
 
-/// The longest wait a token take may answer.
+/// The longest wait a shared store's answer may say (longer is its garbage).
 pub const MAX_WAIT: Duration = Duration::from_secs(7 * 24 * 3600);
 
-/// The longest time a store is told (a TTL, a lease): about 31,700 years, far inside what Redis and a JSON number
-/// hold exactly.
+/// The longest time a shared store is told (a TTL, a lease): about 31,700 years, far inside what Redis and a JSON
+/// number hold exactly.
 pub const MAX_STORE_MS: u64 = 1_000_000_000_000_000;
 
-/// A time as a store is told it: at least a millisecond, at most `MAX_STORE_MS`.
-pub fn store_ms(ms: u64) -> u64 {
-    ms.clamp(1, MAX_STORE_MS)
+/// A time as a shared store is told it: at least a millisecond (Redis refuses an expiry of 0), at most
+/// `MAX_STORE_MS`.
+fn store_ms(ms: &mut u64) {
+    *ms = (*ms).clamp(1, MAX_STORE_MS);
+}
+
+impl Op {
+    /// The operation as a shared store is told it: its times in the range the store takes. The stations say them
+    /// as they are, which the memory store answers to.
+    pub fn for_host(mut self) -> Op {
+        match &mut self {
+            Op::Count { ttl_ms, .. }
+            | Op::Put { ttl_ms, .. }
+            | Op::Keep { ttl_ms, .. }
+            | Op::Remember { ttl_ms, .. }
+            | Op::Rollbacks { ttl_ms, .. }
+            | Op::BreakerAdmit { ttl_ms, .. }
+            | Op::BreakerRecord { ttl_ms, .. } => store_ms(ttl_ms),
+            Op::Lookup { lease_ms: Some(lease_ms), .. } => store_ms(lease_ms),
+            Op::Spend { ttl_ms, window_ms, .. } => {
+                store_ms(ttl_ms);
+                window_ms.iter_mut().for_each(store_ms);
+            }
+            _ => {}
+        }
+        self
+    }
 }
 
 /// A wait as a reply says it, in ms.
@@ -133,6 +161,16 @@ mod tests {
         assert_eq!(serde_json::to_value(&op).unwrap(), json!({"op": "take", "key": "t\u{1}", "capacity": 10.0, "refillPerSec": 0.5, "maxWaitMs": 0.0}));
         let op = Op::Count { session: "s".into(), key: None, ttl_ms: 5, refuse: false, reuse: true, rollbacks: true };
         assert_eq!(serde_json::to_value(&op).unwrap(), json!({"op": "count", "session": "s", "key": null, "ttlMs": 5, "refuse": false, "reuse": true, "rollbacks": true}));
+    }
+
+    #[test]
+    fn a_shared_store_is_told_times_from_a_millisecond_up_to_its_longest() {
+        let count = Op::Count { session: "s".into(), key: None, ttl_ms: 0, refuse: false, reuse: false, rollbacks: false };
+        assert!(matches!(count.for_host(), Op::Count { ttl_ms: 1, .. }));
+        let spend = Op::Spend { key: "k".into(), amount: 1.0, limit: 2.0, ttl_ms: u64::MAX, window_ms: Some(0) };
+        assert!(matches!(spend.for_host(), Op::Spend { ttl_ms: MAX_STORE_MS, window_ms: Some(1), .. }));
+        let lookup = Op::Lookup { key: "k".into(), owner: Some("o".into()), lease_ms: Some(0) };
+        assert!(matches!(lookup.for_host(), Op::Lookup { lease_ms: Some(1), .. }));
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::json;
 use crate::budget::BudgetOptions;
 use crate::fields::Fields;
 use crate::keys::SEP;
-use crate::ops::{store_ms, Op};
+use crate::ops::Op;
 use crate::tool::{Risk, ToolInfo};
 use crate::result::ErrorKind;
 
@@ -336,7 +336,7 @@ pub fn remembered_op(session: &str, tool: &str, by: &str) -> Op {
 
 /// An approval given "for this session", for the other processes to see.
 pub fn remember_op(session: &str, tool: &str, by: &str, ttl_ms: u64) -> Op {
-    Op::Remember { session: session.to_string(), field: remembered_field(tool, by), ttl_ms: store_ms(ttl_ms) }
+    Op::Remember { session: session.to_string(), field: remembered_field(tool, by), ttl_ms }
 }
 
 /// A remembered approval's field in its session: the tool and the rule that asked.

@@ -32,8 +32,8 @@ pub enum Token {
 
 impl Token {
     pub fn of(reply: &Reply) -> Token {
-        // A wait no bucket could ask (a week) is the store's garbage, not a wait to tell a model.
-        let wait = || seconds(reply.wait_ms.unwrap_or(0.0) / 1000.0).min(MAX_WAIT);
+        // A wait a shared store says past a week is its garbage, not a wait to tell a model.
+        let wait = || reply.exact_wait.unwrap_or_else(|| seconds(reply.wait_ms.unwrap_or(0.0) / 1000.0).min(MAX_WAIT));
         match (&reply.error, reply.take.as_deref()) {
             (Some(e), _) => Token::Failed(e.clone()),
             (None, Some("now")) => Token::Now,

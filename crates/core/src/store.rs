@@ -88,7 +88,7 @@ pub trait Store: Send {
                     Take::After(wait) => ("after", wait),
                     Take::Refused(wait) => ("refused", wait),
                 };
-                Reply { take: Some(take.to_string()), wait_ms: Some(wait_ms(wait)), ..Reply::default() }
+                Reply { take: Some(take.to_string()), wait_ms: Some(wait_ms(wait)), exact_wait: Some(wait), ..Reply::default() }
             }
             Op::Refund { key, capacity, refill_per_sec } => {
                 self.refund_token(&key, Bucket { capacity, refill_per_sec });
@@ -96,7 +96,9 @@ pub trait Store: Send {
             }
             Op::Spend { key, amount, limit, ttl_ms, window_ms } => match self.spend(&key, amount, limit, window_ms.map(ms), ms(ttl_ms), now) {
                 Spend::Spent { window } => Reply { spent: Some("ok".into()), window: Some(window), ..Reply::default() },
-                Spend::Over { used, resets_in } => Reply { spent: Some("over".into()), used: Some(used), wait_ms: resets_in.map(wait_ms), ..Reply::default() },
+                Spend::Over { used, resets_in } => {
+                    Reply { spent: Some("over".into()), used: Some(used), wait_ms: resets_in.map(wait_ms), exact_wait: resets_in, ..Reply::default() }
+                }
             },
             Op::Unspend { key, amount, window } => {
                 self.unspend(&key, amount, window);

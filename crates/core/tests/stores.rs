@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::*;
 use serde_json::{json, Value};
 use toolgate_core::{ErrorKind, HostAnswer, Outcome, Policy, ToolResult};
@@ -93,6 +95,79 @@ fn a_session_counts_a_query_that_never_ran_once_it_runs() {
         assert!(one(&mut h, json!([{"name": "send", "input": {"to": "c"}}]), session("s")).success, "refused a token, it was not counted");
         assert_eq!(one(&mut h, json!([{"name": "send", "input": {"to": "c"}}]), session("s")).error_kind, Some(ErrorKind::Duplicate));
     });
+}
+
+// ── The memory store's answers are taken as they are ───────────────────────────────────────────────────────────
+// A shared store's answers are bounded as they are read (a wait past a week, an opening past a century is its
+// garbage); the memory store's are exact, however long the limits make them, and its times are not rounded up to
+// the millisecond a shared store is told at least.
+
+const WEEK_MS: u64 = 7 * 24 * 3600 * 1000;
+
+fn failing() -> Behaviour {
+    Behaviour::Return(Outcome::Thrown(json!({"message": "down"}).to_string()))
+}
+
+#[test]
+fn a_budget_window_longer_than_a_week_says_when_it_really_starts_over() {
+    let month_ms: u64 = 30 * 24 * 3600 * 1000;
+    let mut h = Host::new(json!({"budget": {"maxCallsPerWindow": {"calls": 1, "windowMs": month_ms}}}));
+    h.tool(json!({"name": "search", "readOnly": true}), text("ok"));
+    assert!(one(&mut h, json!([{"name": "search"}]), session("s")).success);
+    let refused = one(&mut h, json!([{"name": "search"}]), session("s"));
+    assert_eq!(refused.error_kind, Some(ErrorKind::BudgetExceeded));
+    assert!(refused.retry_after_ms.unwrap() > WEEK_MS, "{:?}", refused.retry_after_ms);
+}
+
+#[test]
+fn a_token_more_than_a_week_away_is_waited_for_and_told_whole() {
+    let mut h = Host::new(json!({}));
+    h.tool(json!({"name": "api", "rateLimit": {"capacity": 1, "refillPerSecond": 0.000_001}}), text("ok"));
+    h.tool(json!({"name": "patient", "readOnly": true, "rateLimit": {"capacity": 1, "refillPerSecond": 0.000_001, "maxWaitMs": 2_000_000_000u64}}), text("ok"));
+    assert!(one(&mut h, json!([{"name": "api"}]), Policy::default()).success);
+    assert_eq!(one(&mut h, json!([{"name": "api"}]), Policy::default()).retry_after_ms, Some(1_000_000_000), "1e6 s to the next token");
+    assert!(one(&mut h, json!([{"name": "patient"}]), Policy::default()).success);
+    let turn = h.begin(json!([{"name": "patient"}]), Policy::default());
+    h.advance_clock(WEEK_MS + 1);
+    assert_eq!(starts(&h, "patient"), 1, "its token, reserved 1e6 s ahead, is not due a week in");
+    h.advance_clock(1_000_000_000 - WEEK_MS);
+    assert!(h.results(turn)[0].success);
+}
+
+#[test]
+fn a_breaker_open_for_centuries_stays_open() {
+    let mut h = Host::new(json!({}));
+    h.tool(json!({"name": "api", "retry": {"maxRetries": 0}, "breaker": {"minCalls": 1, "openMs": 10_000_000_000_000u64}}), failing());
+    assert_eq!(one(&mut h, json!([{"name": "api"}]), Policy::default()).error_kind, Some(ErrorKind::HandlerError));
+    let stats = h.engine.counters(h.now);
+    assert_eq!((&stats["tools"]["api"]["breaker"], &stats["tools"]["api"]["breakerOpened"]), (&json!("open"), &json!(1)));
+    assert_eq!(one(&mut h, json!([{"name": "api"}]), Policy::default()).error_kind, Some(ErrorKind::Unavailable));
+    assert_eq!(starts(&h, "api"), 1);
+}
+
+#[test]
+fn a_session_kept_for_0_ms_remembers_nothing() {
+    let mut h = Host::new(json!({"dedup": {"sessionTtlMs": 0, "policy": "refuse"}}));
+    h.tool(json!({"name": "search", "readOnly": true}), text("ok"));
+    let turn = h.begin(json!([{"name": "search", "input": {"q": 1}}, {"name": "search", "input": {"q": 1}}]), session("s"));
+    assert!(h.results(turn).iter().all(|r| r.success), "the same query twice, and no repeat");
+    let mut h = Host::new(json!({"dedup": {"sessionTtlMs": 0}, "budget": {"maxCalls": 1}}));
+    h.tool(json!({"name": "search", "readOnly": true}), text("ok"));
+    assert!(one(&mut h, json!([{"name": "search"}]), session("s")).success);
+    h.advance_clock(1);
+    assert!(one(&mut h, json!([{"name": "search"}]), session("s")).success, "its budget counter lasted 0 ms past its spending");
+}
+
+#[test]
+fn the_breaker_stats_show_turns_half_open_on_the_stores_clock() {
+    let mut h = Host::new(json!({}));
+    h.tool(json!({"name": "api", "retry": {"maxRetries": 0}, "breaker": {"minCalls": 1, "openMs": 1000}}), failing());
+    one(&mut h, json!([{"name": "api"}]), Policy::default());
+    let half_open = |at: std::time::Instant| h.engine.counters(at)["tools"]["api"]["breaker"] == "half_open";
+    // The store counts whole milliseconds: within the last one, it has already turned half-open.
+    let last_ms: Vec<bool> = (1..1000).map(|us| half_open(h.now + Duration::from_millis(1000) - Duration::from_micros(us))).collect();
+    assert!(last_ms.iter().any(|&h| h), "half-open within the last millisecond");
+    assert!(!half_open(h.now + Duration::from_millis(998)));
 }
 
 // ── Two processes, one store ────────────────────────────────────────────────────────────────────────────────────

@@ -228,9 +228,13 @@ impl Engine {
         step.breaker.push(transition);
     }
 
-    /// Each tool's breaker phase, for the stats, as the store last said.
+    /// Each tool's breaker phase, for the stats: the memory store's own, on its clock, or what the shared store last
+    /// said.
     pub(super) fn breaker_phase(&self, tool: &str, now: Instant) -> Option<Phase> {
         self.registry.get(tool)?.breaker?;
+        if self.shared.is_none() {
+            return Some(self.store.peek_breaker(tool).map_or(Phase::Closed, |state| state.phase_at(self.store.clock().ms(now))));
+        }
         Some(match self.breaker_views.get(tool) {
             None => Phase::Closed,
             // An opening whose time is up lets a trial through at the next call.

@@ -127,7 +127,7 @@ impl Engine {
         let due = after(now, Duration::from_millis(shared.options.timeout_ms));
         shared.stats.operations += ops.len() as u64;
         shared.waits.insert(ticket, (wait, due));
-        shared.outbox.push((ticket, ops));
+        shared.outbox.push((ticket, ops.into_iter().map(Op::for_host).collect()));
         self.deadlines.arm(due, Alarm::Store(ticket));
         ticket
     }
