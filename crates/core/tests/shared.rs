@@ -476,3 +476,31 @@ fn what_a_call_that_never_ran_took_goes_back_once_whether_it_came_in_time_or_lat
     assert_eq!(given_back(&mut h), ["refund", "unspend"], "each late operation once; the one that came in time is not given back again");
     assert_eq!(h.engine.counters(h.now)["store"]["pending"], 0);
 }
+
+#[test]
+fn a_trial_place_a_late_answer_gave_goes_back_untested_in_a_ticket_on_the_hosts_clock() {
+    let mut h = shared_host(json!({}));
+    let breaker = json!({"minCalls": 1, "openMs": 1000, "halfOpenCalls": 1});
+    let down = Behaviour::Return(toolgate_core::Outcome::Thrown(json!({"message": "down"}).to_string()));
+    h.tool_script(json!({"name": "api", "retry": {"maxRetries": 0}, "breaker": breaker}), vec![down, text("ok")]);
+    let turn = h.begin(json!([{"name": "api"}]), Policy::default());
+    answer(&mut h, json!([{"phase": "open", "from": "closed", "calls": 1, "failures": 1, "waitMs": 1000}]));
+    h.results(turn);
+    h.advance_clock(1000);
+    // Open and due as this process knows it: the store is asked, does not answer in time, and the breaker fails open.
+    let turn = h.begin(json!([{"name": "api"}]), Policy::default());
+    let (late, _) = h.store.remove(0);
+    h.advance_clock(50);
+    assert!(h.results(turn)[0].success);
+    h.store.clear();
+    // The host's clock runs an hour ahead of the real one (a test's clock) when the late answer gives a trial place.
+    h.now += std::time::Duration::from_secs(3600);
+    let step = h.engine.answer_store(late, &json!([{"admit": "trial", "phase": "half_open", "generation": 1, "from": "open"}]).to_string(), h.now);
+    h.apply(step);
+    let (_, back) = h.store.first().expect("the trial place goes back");
+    assert!(matches!(&back[..], [Op::BreakerRecord { admission: "trial", generation: 1, outcome: "untested", .. }]), "{back:?}");
+    let timeouts = |h: &Host| h.engine.counters(h.now)["store"]["timeouts"].clone();
+    let before = timeouts(&h);
+    h.advance_clock(1);
+    assert_eq!(timeouts(&h), before, "its deadline is 50 ms of the host's clock away");
+}
