@@ -6,10 +6,6 @@ use common::*;
 use serde_json::json;
 use toolgate_core::{ErrorKind, Outcome, Policy, TurnOptions};
 
-fn session(id: &str) -> Policy {
-    Policy { fields: [("sessionId".to_string(), id.to_string())].into_iter().collect(), ..Policy::default() }
-}
-
 fn starts(h: &Host) -> usize {
     h.log.iter().filter(|(e, _)| *e == "start").count()
 }

@@ -11,10 +11,6 @@ fn fails() -> Behaviour {
     Behaviour::Return(Outcome::Thrown(json!({"message": "backend down"}).to_string()))
 }
 
-fn session(id: &str) -> Policy {
-    Policy { fields: [("sessionId".to_string(), id.to_string())].into_iter().collect(), ..Policy::default() }
-}
-
 fn calls(name: &str, n: usize) -> Value {
     Value::Array((0..n).map(|i| json!({"id": format!("c{i}"), "name": name, "input": {}})).collect())
 }
@@ -31,10 +27,6 @@ fn one_by_one(h: &mut Host, name: &str, n: usize, policy: &Policy) -> Vec<ToolRe
 
 fn kinds(results: &[ToolResult]) -> Vec<Option<ErrorKind>> {
     results.iter().map(|r| r.error_kind).collect()
-}
-
-fn ran(h: &Host, name: &str) -> usize {
-    h.log.iter().filter(|(what, tool)| *what == "start" && tool == name).count()
 }
 
 fn breaker_host(stores: Stores) -> Host {

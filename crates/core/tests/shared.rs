@@ -24,10 +24,6 @@ fn op_names(ops: &[Op]) -> Vec<&'static str> {
     ops.iter().map(server::name).collect()
 }
 
-fn session(id: &str) -> Policy {
-    Policy { fields: [("sessionId".to_string(), id.to_string())].into_iter().collect(), ..Policy::default() }
-}
-
 #[test]
 fn a_call_needing_nothing_shared_never_asks_the_store() {
     let mut h = shared_host(json!({}));
@@ -503,4 +499,28 @@ fn a_trial_place_a_late_answer_gave_goes_back_untested_in_a_ticket_on_the_hosts_
     let before = timeouts(&h);
     h.advance_clock(1);
     assert_eq!(timeouts(&h), before, "its deadline is 50 ms of the host's clock away");
+}
+
+#[test]
+fn a_late_answer_to_a_repeat_the_store_refused_takes_back_no_count() {
+    let mut h = shared_host(json!({}));
+    h.tool(json!({"name": "api", "readOnly": true, "rateLimit": "5/s", "dedup": "refuse"}), text("never"));
+    let turn = h.begin(json!([{"name": "api"}]), session("s"));
+    // A refused repeat would answer the call: its count is asked alone, its token after (both go unanswered).
+    let (count, ops) = h.store.remove(0);
+    assert_eq!(op_names(&ops), ["count"]);
+    h.advance_clock(50);
+    let (take, ops) = h.store.remove(0);
+    assert_eq!(op_names(&ops), ["take"]);
+    h.advance_clock(50);
+    assert_eq!(h.results(turn)[0].error_kind, Some(ErrorKind::RateLimited), "the limit failed closed: not run");
+    h.store.clear();
+    // The store counted it as a repeat, refused it and took its count back itself: nothing goes back for it.
+    let step = h.engine.answer_store(count, &json!([{"earlier": 1}]).to_string(), h.now);
+    h.apply(step);
+    assert!(h.store.is_empty(), "{:?}", h.store);
+    let step = h.engine.answer_store(take, &json!([{"take": "now"}]).to_string(), h.now);
+    h.apply(step);
+    let effects: Vec<&'static str> = h.store.iter().flat_map(|(_, ops)| op_names(ops)).collect();
+    assert_eq!(effects, ["refund"]);
 }

@@ -10,14 +10,6 @@ use common::*;
 use serde_json::{json, Value};
 use toolgate_core::{ErrorKind, HostAnswer, Outcome, Policy, ToolResult};
 
-fn session(id: &str) -> Policy {
-    Policy { fields: [("sessionId".to_string(), id.to_string())].into_iter().collect(), ..Policy::default() }
-}
-
-fn starts(h: &Host, name: &str) -> usize {
-    h.log.iter().filter(|(what, tool)| *what == "start" && tool == name).count()
-}
-
 fn one(h: &mut Host, calls: Value, policy: Policy) -> ToolResult {
     let turn = h.begin(calls, policy);
     h.results(turn).remove(0)
@@ -54,7 +46,7 @@ fn an_approval_for_the_session_is_asked_once_in_that_session() {
         let turn = h.begin(json!([{"name": "deploy"}]), session("other"));
         approve(&mut h, json!({"decision": "deny", "reason": "not here"}));
         assert_eq!(h.results(turn)[0].error_kind, Some(ErrorKind::ApprovalDenied), "another session is asked");
-        assert_eq!(starts(&h, "deploy"), 2);
+        assert_eq!(ran(&h, "deploy"), 2);
     });
 }
 
@@ -129,7 +121,7 @@ fn a_token_more_than_a_week_away_is_waited_for_and_told_whole() {
     assert!(one(&mut h, json!([{"name": "patient"}]), Policy::default()).success);
     let turn = h.begin(json!([{"name": "patient"}]), Policy::default());
     h.advance_clock(WEEK_MS + 1);
-    assert_eq!(starts(&h, "patient"), 1, "its token, reserved 1e6 s ahead, is not due a week in");
+    assert_eq!(ran(&h, "patient"), 1, "its token, reserved 1e6 s ahead, is not due a week in");
     h.advance_clock(1_000_000_000 - WEEK_MS);
     assert!(h.results(turn)[0].success);
 }
@@ -142,7 +134,7 @@ fn a_breaker_open_for_centuries_stays_open() {
     let stats = h.engine.counters(h.now);
     assert_eq!((&stats["tools"]["api"]["breaker"], &stats["tools"]["api"]["breakerOpened"]), (&json!("open"), &json!(1)));
     assert_eq!(one(&mut h, json!([{"name": "api"}]), Policy::default()).error_kind, Some(ErrorKind::Unavailable));
-    assert_eq!(starts(&h, "api"), 1);
+    assert_eq!(ran(&h, "api"), 1);
 }
 
 #[test]
@@ -187,7 +179,7 @@ fn a_result_one_process_cached_answers_the_other() {
     assert!(!a.run(json!([{"name": "get", "input": {"k": 1}}]))[0].cached);
     let r = &b.run(json!([{"name": "get", "input": {"k": 1}}]))[0];
     assert!(r.cached && r.output == "value");
-    assert_eq!(starts(&b, "get"), 0);
+    assert_eq!(ran(&b, "get"), 0);
     assert_eq!(b.invalidate("get", None), 1, "invalidated in the store");
     assert!(!a.run(json!([{"name": "get", "input": {"k": 1}}]))[0].cached);
 }
@@ -198,7 +190,7 @@ fn an_identical_call_waits_for_the_process_that_runs_it_and_shares_its_result() 
     a.handlers.insert("get".into(), vec![Behaviour::Hang]);
     let first = a.begin(json!([{"name": "get"}]), Policy::default());
     let second = b.begin(json!([{"name": "get"}]), Policy::default());
-    assert_eq!((starts(&a, "get"), starts(&b, "get")), (1, 0), "b waits: a holds the lease");
+    assert_eq!((ran(&a, "get"), ran(&b, "get")), (1, 0), "b waits: a holds the lease");
     finish(&mut a, "computed once");
     b.advance_clock(500);
     let r = &b.results(second)[0];
@@ -206,7 +198,7 @@ fn an_identical_call_waits_for_the_process_that_runs_it_and_shares_its_result() 
     assert!(r.cached);
     let cache: Vec<&str> = r.metadata.stages.iter().filter(|m| m.station == "cache").map(|m| m.outcome).collect();
     assert_eq!(cache, ["miss", "waits_elsewhere", "hit"]);
-    assert_eq!(starts(&b, "get"), 0);
+    assert_eq!(ran(&b, "get"), 0);
     assert!(a.results(first)[0].success);
 }
 

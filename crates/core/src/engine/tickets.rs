@@ -343,12 +343,9 @@ mod tests {
         (step.turn.unwrap(), ticket, ops)
     }
 
-    fn names(step: &Step) -> Vec<Vec<&'static str>> {
-        let name = |op: &Op| match op {
-            Op::Uncount { .. } => "uncount",
-            Op::Refund { .. } => "refund",
-            _ => "other",
-        };
+    /// Each ticket's operations, by the name they cross under.
+    fn names(step: &Step) -> Vec<Vec<String>> {
+        let name = |op: &Op| serde_json::to_value(op).unwrap()["op"].as_str().unwrap().to_string();
         step.store.iter().map(|(_, ops)| ops.iter().map(name).collect()).collect()
     }
 

@@ -101,7 +101,11 @@ impl Host {
         if stores == Stores::Memory {
             return Host::new(options);
         }
-        options["store"] = json!({"timeoutMs": 50});
+        // A scenario's own store settings (its onError, say) stand; the wait is the host's unless it says one.
+        if options.get("store").is_none() {
+            options["store"] = json!({});
+        }
+        options["store"].as_object_mut().expect("store settings are an object").entry("timeoutMs").or_insert(json!(50));
         let mut host = Host::new(options);
         host.server = Some(server);
         host
@@ -241,6 +245,16 @@ pub fn host() -> Host {
     h.tool(json!({"name": "hang", "readOnly": true, "timeoutMs": 100, "retry": {"maxRetries": 0}}), Behaviour::Hang);
     h.tool(json!({"name": "hang_write", "timeoutMs": 100}), Behaviour::Hang);
     h
+}
+
+/// A context in session `id`.
+pub fn session(id: &str) -> Policy {
+    Policy { fields: [("sessionId".to_string(), id.to_string())].into_iter().collect(), ..Policy::default() }
+}
+
+/// How many times the host started a handler of `name`.
+pub fn ran(h: &Host, name: &str) -> usize {
+    h.log.iter().filter(|(what, tool)| *what == "start" && tool == name).count()
 }
 
 pub fn error(r: &ToolResult) -> &str {

@@ -1,26 +1,46 @@
 //! A store shared between processes, as the fake host's server: it answers the stations' operations as the Redis
-//! store's scripts do. What the memory store answers alike (counts, entries, buckets, budgets, breakers) it answers;
-//! what only a shared store keeps (the leases of single flight across processes, approvals remembered for a
-//! session, a session's rollbacks) is kept here, as the scripts keep it.
+//! store's scripts do (lib/adapters/redis-scripts.js). Cache entries, buckets, budgets and breakers it leaves to the
+//! memory store, which answers them alike; a session's hash (query counts, results kept for reuse, approvals
+//! remembered, the rollback count, with one expiry that writes prolong and a cap on its fields) and the leases of
+//! single flight across processes it keeps as the scripts do.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use toolgate_core::ops::{Op, Reply};
 use toolgate_core::store::{MemoryLimits, MemoryStore, Store};
 use toolgate_core::EngineOptions;
 
+/// The fields a session's hash holds at most (`redisStore`'s `maxSessionKeys`, by default).
+const MAX_SESSION_KEYS: usize = 10_000;
+
 pub struct Server {
     store: MemoryStore,
     /// Each cache key's lease: its owner, and when it runs out.
     leases: HashMap<String, (String, Instant)>,
-    /// Approvals given for a session: the session, then the tool and rule.
-    approvals: HashSet<(String, String)>,
-    rollbacks: HashMap<String, u32>,
-    /// Fails every operation with this reason (a store that is down), while set.
-    pub down: Option<String>,
-    /// Every operation asked, by name, in order.
-    pub asked: Vec<&'static str>,
+    sessions: HashMap<String, Session>,
+}
+
+/// A session's hash.
+#[derive(Default)]
+struct Session {
+    expires: Option<Instant>,
+    counts: HashMap<String, u64>,
+    kept: HashMap<String, Arc<str>>,
+    approvals: HashSet<String>,
+    rollbacks: Option<u32>,
+}
+
+impl Session {
+    fn fields(&self) -> usize {
+        self.counts.len() + self.kept.len() + self.approvals.len() + usize::from(self.rollbacks.is_some())
+    }
+
+    /// Whether a new field fits under the cap.
+    fn has_room(&self) -> bool {
+        self.fields() < MAX_SESSION_KEYS
+    }
 }
 
 impl Default for Server {
@@ -34,10 +54,7 @@ impl Default for Server {
                 max_counters_per_namespace: defaults.dedup.max_queries_per_session,
             }),
             leases: HashMap::new(),
-            approvals: HashSet::new(),
-            rollbacks: HashMap::new(),
-            down: None,
-            asked: Vec::new(),
+            sessions: HashMap::new(),
         }
     }
 }
@@ -49,15 +66,67 @@ impl Server {
         serde_json::to_string(&replies).unwrap()
     }
 
-    fn answer(&mut self, op: Op, now: Instant) -> Reply {
-        self.asked.push(name(&op));
-        if let Some(why) = &self.down {
-            return Reply::failed(why);
+    /// A session's hash as it stands at `now` (empty once expired), its life prolonged by `ttl_ms` when given.
+    fn session(&mut self, id: &str, now: Instant, ttl_ms: Option<u64>) -> &mut Session {
+        let session = self.sessions.entry(id.to_string()).or_default();
+        if session.expires.is_some_and(|at| at <= now) {
+            *session = Session::default();
         }
+        if let Some(ms) = ttl_ms {
+            session.expires = Some(now + Duration::from_millis(ms));
+        }
+        session
+    }
+
+    fn answer(&mut self, op: Op, now: Instant) -> Reply {
         match op {
-            Op::Count { ref session, rollbacks, .. } => {
-                let count = rollbacks.then(|| self.rollbacks.get(session).copied().unwrap_or(0));
-                Reply { rollbacks: count, ..self.store.answer(op, now) }
+            Op::Count { session, key, ttl_ms, refuse, reuse, rollbacks } => {
+                let session = self.session(&session, now, Some(ttl_ms));
+                let mut reply = Reply { earlier: Some(0), rollbacks: rollbacks.then(|| session.rollbacks.unwrap_or(0)), ..Reply::default() };
+                if let Some(key) = key {
+                    // A full session counts nothing new: earlier stays 0.
+                    if session.counts.contains_key(&key) || session.has_room() {
+                        let count = session.counts.entry(key.clone()).or_default();
+                        let earlier = *count;
+                        *count += u64::from(!(refuse && earlier > 0));
+                        reply.earlier = Some(earlier);
+                    }
+                    if reuse && reply.earlier > Some(0) {
+                        reply.reused = session.kept.get(&key).cloned();
+                    }
+                }
+                reply
+            }
+            Op::Uncount { session, key } => {
+                if let Some(count) = self.session(&session, now, None).counts.get_mut(&key) {
+                    *count = count.saturating_sub(1);
+                }
+                Reply::default()
+            }
+            Op::Keep { session, key, value, ttl_ms } => {
+                let session = self.session(&session, now, None);
+                if session.kept.contains_key(&key) || session.has_room() {
+                    session.kept.insert(key, value);
+                    session.expires = Some(now + Duration::from_millis(ttl_ms));
+                }
+                Reply::default()
+            }
+            Op::Remembered { session, field } => {
+                Reply { remembered: Some(self.session(&session, now, None).approvals.contains(&field)), ..Reply::default() }
+            }
+            Op::Remember { session, field, ttl_ms } => {
+                let session = self.session(&session, now, None);
+                if session.approvals.contains(&field) || session.has_room() {
+                    session.approvals.insert(field);
+                    session.expires = Some(now + Duration::from_millis(ttl_ms));
+                }
+                Reply::default()
+            }
+            // Not capped: a rollback count left unrecorded would let a full session roll back more than allowed.
+            Op::Rollbacks { session, flagged, ttl_ms } => {
+                let session = self.session(&session, now, Some(ttl_ms));
+                session.rollbacks = Some(if flagged { session.rollbacks.unwrap_or(0) + 1 } else { 0 });
+                Reply::default()
             }
             Op::Lookup { key, owner, lease_ms } => {
                 let value = self.store.get(&key, now);
@@ -85,16 +154,6 @@ impl Server {
             }
             Op::Release { key, owner } => {
                 self.release(&key, &owner, now);
-                Reply::default()
-            }
-            Op::Remembered { session, field } => Reply { remembered: Some(self.approvals.contains(&(session, field))), ..Reply::default() },
-            Op::Remember { session, field, .. } => {
-                self.approvals.insert((session, field));
-                Reply::default()
-            }
-            Op::Rollbacks { session, flagged, .. } => {
-                let count = self.rollbacks.entry(session).or_default();
-                *count = if flagged { *count + 1 } else { 0 };
                 Reply::default()
             }
             op => self.store.answer(op, now),
