@@ -1,10 +1,11 @@
 'use strict'
 // The Lua scripts of the Redis store: the server side of the stations' store operations, one script per
-// operation, named after the station that asks it and the operation (`ratelimit.take`, the rate limit's token take;
-// the engine's own answers to the same operations are in crates/core/src/store.rs). Each touches the keys of one hash slot only (the
-// keys share a hash tag), so each runs atomically on one node of a Redis Cluster as well. Scripts return arrays
-// of strings and integers (Lua numbers become integers on the way out, hence fractions travel as strings) and
-// `false` for a missing value (it arrives as null; a Lua nil would cut the array short).
+// operation, named after the station that asks it and the operation (`ratelimit.take`, the rate limit's token
+// take; the engine's memory store answers the same operations in crates/core/src/store.rs). Each touches the keys
+// of one hash slot only (the keys share a hash tag), so each runs atomically on one node of a Redis Cluster as
+// well. Scripts return arrays of strings and integers (Lua numbers become integers on the way out, hence
+// fractions travel as strings) and `false` for a missing value (it arrives as null; a Lua nil would cut the array
+// short).
 
 const { createHash } = require('node:crypto')
 
