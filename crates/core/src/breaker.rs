@@ -281,11 +281,11 @@ impl BreakerState {
             None if self.phase == Phase::Open => (None, None, Duration::from_millis(self.until_ms.saturating_sub(now_ms))),
             None => (None, None, Duration::ZERO),
         };
-        let (from, calls, failures) = changed.map_or((None, None, None), |t| (Some(t.from.as_str().to_string()), t.calls, t.failures));
+        let (from, calls, failures) = changed.map_or((None, None, None), |t| (Some(t.from.as_str().into()), t.calls, t.failures));
         Reply {
-            admit: admit.map(str::to_string),
+            admit: admit.map(Into::into),
             generation,
-            phase: Some(self.phase.as_str().to_string()),
+            phase: Some(self.phase.as_str().into()),
             wait_ms: Some(crate::ops::wait_ms(wait)),
             exact_wait: Some(wait),
             from,
@@ -391,6 +391,14 @@ impl BreakerSaid {
         };
         Some(BreakerSaid { phase, open_for, from, calls: reply.calls, failures: reply.failures, admission })
     }
+}
+
+/// What a breaker lets an attempt do without being asked: a closed one (a breaker never used is closed) lets it
+/// through, counted in its generation. None when it is to be asked: open or half-open, its time or its trial places
+/// decide.
+pub fn lets_through(state: Option<&BreakerState>) -> Option<Admission> {
+    let (phase, generation) = state.map_or((Phase::Closed, 0), |state| (state.phase, state.generation));
+    (phase == Phase::Closed).then_some(Admission::Counted(Some(generation)))
 }
 
 /// A trial place a reply gave, whatever else it says: it is given back, untested, when no attempt used it.

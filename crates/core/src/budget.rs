@@ -7,6 +7,7 @@
 //!   calls per fixed time window, and cost, where each tool declares what a call costs.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -93,7 +94,8 @@ impl BudgetOptions {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spending {
     pub at: usize,
-    pub key: String,
+    /// Shared with the operations made of it.
+    pub key: Arc<str>,
     pub amount: f64,
     pub limit: f64,
     pub window: Option<Duration>,
@@ -109,7 +111,7 @@ impl Spending {
 }
 
 /// What a call that never ran spent, given back in the window it was spent in.
-pub fn unspend(key: String, amount: f64, window: u64) -> Op {
+pub fn unspend(key: Arc<str>, amount: f64, window: u64) -> Op {
     Op::Unspend { key, amount, window }
 }
 

@@ -4,6 +4,7 @@
 //! the station and the operation: `Take` is `ratelimit.take`). An operation crosses to the host as a tagged object;
 //! a reply comes back with the fields its operation sets.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,9 +31,9 @@ pub enum Op {
     /// A judged result: a flag adds one to the session's consecutive rollbacks, no flag ends the run.
     Rollbacks { session: String, flagged: bool, ttl_ms: u64 },
     /// Adds `amount` to a budget counter unless that passes `limit`; a counter with a window starts over with each.
-    Spend { key: String, amount: f64, limit: f64, ttl_ms: u64, window_ms: Option<u64> },
+    Spend { key: Arc<str>, amount: f64, limit: f64, ttl_ms: u64, window_ms: Option<u64> },
     /// Gives back a spending of a call that never ran, in the window it was made in.
-    Unspend { key: String, amount: f64, window: u64 },
+    Unspend { key: Arc<str>, amount: f64, window: u64 },
     /// Lets an attempt through a breaker the process does not know to be closed: counted, a trial, or refused.
     BreakerAdmit { key: String, half_open_calls: u32, trial_wait_ms: u64, ttl_ms: u64 },
     /// How an admitted attempt ended (`admission`: `counted` or `trial`, of `generation`).
@@ -50,6 +51,9 @@ pub enum Op {
     },
 }
 
+/// A word of a reply (`now`, `counted`, `half_open`…): the memory store's are static text, a shared store's are read.
+pub type Word = Cow<'static, str>;
+
 /// One operation's answer; which fields are set depends on the operation.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -60,21 +64,21 @@ pub struct Reply {
     pub rollbacks: Option<u32>,
     pub remembered: Option<bool>,
     pub value: Option<Arc<str>>,
-    pub lease: Option<String>,
+    pub lease: Option<Word>,
     pub lease_left_ms: Option<f64>,
-    pub take: Option<String>,
+    pub take: Option<Word>,
     /// A token's wait, a breaker's time until it may be tried, a budget window's time until it starts over.
     pub wait_ms: Option<f64>,
     /// A spending: `ok` or `over`, how much was used (after, or before when over), and its window.
-    pub spent: Option<String>,
+    pub spent: Option<Word>,
     pub used: Option<f64>,
     pub window: Option<u64>,
     /// A breaker: `counted`, `trial` or `refused`, the generation of a trial, the phase after the operation, and
     /// the phase it left when the operation changed it (with the counts that opened it).
-    pub admit: Option<String>,
+    pub admit: Option<Word>,
     pub generation: Option<u64>,
-    pub phase: Option<String>,
-    pub from: Option<String>,
+    pub phase: Option<Word>,
+    pub from: Option<Word>,
     pub calls: Option<u32>,
     pub failures: Option<u32>,
     /// The wait as this process's memory store worked it out: exact, and never garbage, so a reader takes it as it

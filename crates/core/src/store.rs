@@ -88,7 +88,7 @@ pub trait Store: Send {
                     Take::After(wait) => ("after", wait),
                     Take::Refused(wait) => ("refused", wait),
                 };
-                Reply { take: Some(take.to_string()), wait_ms: Some(wait_ms(wait)), exact_wait: Some(wait), ..Reply::default() }
+                Reply { take: Some(take.into()), wait_ms: Some(wait_ms(wait)), exact_wait: Some(wait), ..Reply::default() }
             }
             Op::Refund { key, capacity, refill_per_sec } => {
                 self.refund_token(&key, Bucket { capacity, refill_per_sec });

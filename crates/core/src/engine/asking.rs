@@ -28,8 +28,8 @@ pub(super) struct Plan {
     pub(super) count: Option<CountPlan>,
     pub(super) lookup: Option<LookupPlan>,
     pub(super) spends: Vec<Spending>,
-    /// The breaker's admission is asked (its tool's name).
-    pub(super) breaker: Option<String>,
+    /// The breaker's admission is asked.
+    pub(super) breaker: bool,
     /// The buckets the call's tokens come from in this plan; None when it takes none (they come later, or the call
     /// will not run itself).
     pub(super) takes: Option<Vec<Want>>,
@@ -50,7 +50,7 @@ pub(super) enum Asked {
 
 impl Plan {
     pub(super) fn new(asked: Asked) -> Self {
-        Plan { count: None, lookup: None, spends: Vec::new(), breaker: None, takes: None, asked }
+        Plan { count: None, lookup: None, spends: Vec::new(), breaker: false, takes: None, asked }
     }
 
     /// How many operations it asks.
@@ -58,7 +58,7 @@ impl Plan {
         usize::from(self.count.is_some())
             + usize::from(self.lookup.is_some())
             + self.spends.len()
-            + usize::from(self.breaker.is_some())
+            + usize::from(self.breaker)
             + self.takes.as_ref().map_or(0, Vec::len)
     }
 }
@@ -152,8 +152,8 @@ impl Engine {
             ops.push(cache::lookup(lookup.key.clone(), lease));
         }
         ops.extend(plan.spends.iter().map(|spending| spending.op(ttl_ms)));
-        if let (Some(name), Some(config)) = (&plan.breaker, &tool.breaker) {
-            ops.push(breaker::admit_op(name, config, tool.timeout_ms));
+        if let (true, Some(config)) = (plan.breaker, &tool.breaker) {
+            ops.push(breaker::admit_op(&tool.spec.name, config, tool.timeout_ms));
         }
         ops.extend(plan.takes.iter().flatten().map(ratelimit::take));
         ops
@@ -201,7 +201,7 @@ impl Engine {
                 self.spent(at, &mut slot, spending, &reply, &mut resumed);
             }
         }
-        if plan.breaker.is_some() {
+        if plan.breaker {
             if let Some(reply) = self.reply(&mut replies, !resumed.runs(), now) {
                 self.breaker_answered(&mut slot, &reply, &mut resumed, now, step);
             }
@@ -228,7 +228,6 @@ impl Engine {
     /// The call goes on as its replies decided. One that waited on a ticket held a place, which it gives up here.
     fn go_on(&mut self, at: At, plan: &Plan, waited: bool, resumption: Resumption, now: Instant, step: &mut Step) -> bool {
         let Resumption { resumed, ready_at, reserved, polled } = resumption;
-        let name = self.slot(at).tool().spec.name.clone();
         match (plan.asked, resumed) {
             (Asked::Arriving, Resumed::Answered(result)) => {
                 self.slot_mut(at).result = Some(result);
@@ -250,13 +249,13 @@ impl Engine {
                 Some((key, flight)) => {
                     if !self.flight_waiters.get(&flight).is_some_and(|w| w.contains(&at)) {
                         self.slot_mut(at).joined = None;
-                        self.release_place(&name);
+                        self.release_place(&self.tool_of(at).spec.name);
                         self.ask_deferred(at, Deferred { count: None, cache_key: Some(key) }, now, step);
                     }
                 }
                 None => {
                     if waited {
-                        self.release_place(&name);
+                        self.release_place(&self.tool_of(at).spec.name);
                     }
                     match plan.takes {
                         None => self.run_now(at, now, step),

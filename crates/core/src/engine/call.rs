@@ -250,12 +250,14 @@ impl Engine {
         self.slot(at).tool().clone()
     }
 
-    /// Takes a slot out of its turn, to work on it while the engine is borrowed as well; `put_back` returns it.
+    /// Takes a slot out of its turn, to work on it while the engine is borrowed as well; `put_back` returns it. An
+    /// empty slot stands in its place meanwhile, the same one each time (a slot is large to make anew per call).
     pub(super) fn lift(&mut self, at: At) -> Box<Slot> {
-        std::mem::replace(&mut self.turn_mut(at).slots[at.index], Slot::new(String::new()))
+        let stand_in = self.stand_in.take().unwrap_or_else(|| Slot::new(String::new()));
+        std::mem::replace(&mut self.turn_mut(at).slots[at.index], stand_in)
     }
 
     pub(super) fn put_back(&mut self, at: At, slot: Box<Slot>) {
-        self.turn_mut(at).slots[at.index] = slot;
+        self.stand_in = Some(std::mem::replace(&mut self.turn_mut(at).slots[at.index], slot));
     }
 }

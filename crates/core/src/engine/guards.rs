@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::breaker::{self, Admission, BreakerSaid, Outcome, Phase, Transition};
@@ -68,11 +69,11 @@ impl Engine {
         let slot = &mut turn.slots[at.index];
         let cost = slot.cost;
         slot.spent = Spent { made: (1 << per_turn) - 1, windows: Vec::new() };
+        let key = &mut self.key;
         let spend = |at: usize| {
             let limit = &limits[at];
-            let mut key = String::new();
-            limit.key_into(&turn.policy.fields, &mut key);
-            Spending { at, key, amount: limit.amount(cost), limit: limit.limit, window: limit.window }
+            limit.key_into(&turn.policy.fields, key);
+            Spending { at, key: Arc::from(key.as_str()), amount: limit.amount(cost), limit: limit.limit, window: limit.window }
         };
         Ok((per_turn..limits.len()).map(spend).collect())
     }
@@ -116,10 +117,9 @@ impl Engine {
                     *n = n.saturating_sub(1);
                 }
             } else {
-                let mut key = String::new();
-                limit.key_into(&turn.policy.fields, &mut key);
+                limit.key_into(&turn.policy.fields, &mut self.key);
                 let window = spent.windows.iter().find(|(l, _)| usize::from(*l) == line).map_or(0, |(_, w)| *w);
-                back.push(budget::unspend(key, limit.amount(cost), window));
+                back.push(budget::unspend(Arc::from(self.key.as_str()), limit.amount(cost), window));
             }
         }
         for op in back {
@@ -127,9 +127,10 @@ impl Engine {
         }
     }
 
-    /// The breaker before an attempt: Ok(true) when the store is to be asked. The memory store always is (it
-    /// answers at once). A shared store is not asked of a breaker this process knows to be closed (the attempt is
-    /// let through, counted) nor of one it knows to be open (refused).
+    /// The breaker before an attempt: Ok(true) when the store is to be asked. No store is asked of a breaker this
+    /// process knows to be closed (the attempt is let through, counted): the memory store's is known here, and it is
+    /// asked of any other; a shared store's as it last said, and it is not asked of one known to be open either
+    /// (refused).
     pub(super) fn breaker_first(&mut self, at: At, now: Instant) -> Result<bool, Box<ToolResult>> {
         let slot = self.slot(at);
         let tool = slot.tool();
@@ -137,7 +138,9 @@ impl Engine {
             return Ok(false);
         }
         if self.shared.is_none() {
-            return Ok(true);
+            let Some(admitted) = breaker::lets_through(self.store.peek_breaker(&tool.spec.name)) else { return Ok(true) };
+            self.turns.slot_mut(at).admission = Some(admitted);
+            return Ok(false);
         }
         let (admission, phase) = match self.breaker_views.get(&tool.spec.name) {
             Some((Phase::Open, until)) if now < *until => (Admission::Refused(until.saturating_duration_since(now)), Phase::Open),
@@ -156,8 +159,8 @@ impl Engine {
 
     /// The store's answer to the breaker's admission: what it let the attempt do, or a refusal.
     pub(super) fn breaker_answered(&mut self, slot: &mut Slot, reply: &Reply, resumed: &mut Resumed, now: Instant, step: &mut Step) {
-        let name = slot.tool().spec.name.clone();
-        match self.breaker_said(&name, reply, now, step) {
+        let tool = slot.tool().clone();
+        match self.breaker_said(&tool.spec.name, reply, now, step) {
             Ok(BreakerSaid { admission: Admission::Refused(wait), phase, .. }) => {
                 if resumed.runs() {
                     *resumed = Resumed::Answered(refuse_attempt(&mut self.counters, slot, phase, wait));
@@ -202,15 +205,18 @@ impl Engine {
         }
     }
 
-    /// What the store said of a breaker becomes this process's view of it, and a change of phase is reported. Err:
-    /// the store failed, and the view stays as it was.
+    /// What the store said of a breaker: a shared store's becomes this process's view of it, and a change of phase
+    /// is reported. Err: the store failed, and the view stays as it was.
     pub(super) fn breaker_said(&mut self, name: &str, reply: &Reply, now: Instant, step: &mut Step) -> Result<BreakerSaid, String> {
         let said = BreakerSaid::of(reply)?;
-        let until = if said.phase == Phase::Open { after(now, said.open_for) } else { now };
-        match self.breaker_views.get_mut(name) {
-            Some(view) => *view = (said.phase, until),
-            None => {
-                self.breaker_views.insert(name.to_string(), (said.phase, until));
+        // The memory store is asked every time, and keeps its breakers itself: only a shared store's are viewed.
+        if self.shared.is_some() {
+            let until = if said.phase == Phase::Open { after(now, said.open_for) } else { now };
+            match self.breaker_views.get_mut(name) {
+                Some(view) => *view = (said.phase, until),
+                None => {
+                    self.breaker_views.insert(name.to_string(), (said.phase, until));
+                }
             }
         }
         if let Some(from) = said.from {

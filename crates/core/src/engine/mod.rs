@@ -124,6 +124,10 @@ pub struct Engine {
     next_run: u32,
     /// The deadline the host's own timer was last told to fire at (see `host_timer`).
     host_timer: Option<Instant>,
+    /// A buffer budget keys are written into, then shared (one allocation a key).
+    key: String,
+    /// What stands in a slot's place while it is lifted out of its turn (see `lift`).
+    stand_in: Option<Box<call::Slot>>,
 }
 
 pub(super) fn mark(station: &'static str, outcome: &'static str) -> StationMark {
@@ -189,6 +193,8 @@ impl Engine {
             next_turn: 1,
             next_run: 1,
             host_timer: None,
+            key: String::new(),
+            stand_in: None,
         })
     }
 

@@ -23,6 +23,9 @@ impl Engine {
     pub(super) fn wants(&self, at: At, now: Instant) -> Vec<Want> {
         let turn = self.turn(at);
         let tool = turn.slots[at.index].tool();
+        if self.rate_limit.is_none() && tool.rate_limit.is_none() {
+            return Vec::new();
+        }
         let latest = turn.deadline.map(|(end, _)| end);
         ratelimit::wants(self.rate_limit.as_ref(), &tool.spec.name, tool.rate_limit.as_ref(), &turn.policy.fields, latest, now)
     }
@@ -106,13 +109,13 @@ impl Engine {
         if spends.is_empty() && !asks_breaker && takes.is_empty() {
             return self.start_run(at, now, step);
         }
-        let name = self.slot(at).tool().spec.name.clone();
         if self.shared.is_some() {
-            self.take_place(&name); // held while it waits on its ticket
+            let tool = self.tool_of(at);
+            self.take_place(&tool.spec.name); // held while it waits on its ticket
         }
         let mut plan = Plan::new(Asked::Running);
         plan.spends = spends;
-        plan.breaker = asks_breaker.then_some(name);
+        plan.breaker = asks_breaker;
         plan.takes = Some(takes);
         self.ask(at, plan, now, step);
     }

@@ -2,6 +2,7 @@
 //! runs (see `shared`), the replies come back whole or in part, each ticket has a deadline, and what a ticket took
 //! for a call that no longer waits on it (a token, a lease, a count) goes back when it is answered.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rustc_hash::FxHashMap;
@@ -13,6 +14,7 @@ use crate::cache::{self, Found, Lease};
 use crate::dedup;
 use crate::ops::{self, Op, Reply};
 use crate::ratelimit::{self, Token};
+use crate::registry::Tool;
 use crate::result::ToolResult;
 use crate::shared::{self, SharedStoreOptions};
 use crate::timer::after;
@@ -44,13 +46,13 @@ pub(super) struct Shared {
 }
 
 /// Why a ticket was sent, and where its answer goes.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(super) enum Wait {
     /// Operations no call waits on (a put, a refund), how many: only their failures are counted.
     Effects(usize),
     /// `attempt`: the call's attempts when it was sent; `unused`: what its call did not use, decided when the
     /// call settles.
-    Call { at: At, plan: Plan, attempt: u32, unused: Unused },
+    Call { at: At, tool: Arc<Tool>, plan: Plan, attempt: u32, unused: Unused },
     /// Whether this session approved the rule before, for the call about to be asked: the rule and its reason.
     Remembered { at: At, by: String, reason: Option<String> },
     /// How an attempt of this tool ended, told to its breaker: the reply says the phase now.
@@ -115,8 +117,9 @@ impl Engine {
 
     /// Sends a call's plan; the call waits on its ticket.
     pub(super) fn send_call(&mut self, at: At, ops: Vec<Op>, plan: Plan, now: Instant) {
-        let attempt = self.slot(at).attempts;
-        let ticket = self.send(ops, Wait::Call { at, plan, attempt, unused: Unused::default() }, now);
+        let slot = self.slot(at);
+        let (tool, attempt) = (slot.tool().clone(), slot.attempts);
+        let ticket = self.send(ops, Wait::Call { at, tool, plan, attempt, unused: Unused::default() }, now);
         self.slot_mut(at).pending = Some(ticket);
     }
 
@@ -241,7 +244,7 @@ impl Engine {
     /// ended without running, its tokens go back and the query it counted is taken back. What each reply took is
     /// its station's to say.
     fn give_back(&mut self, wait: &Wait, replies: &[Reply], now: Instant) {
-        let Wait::Call { plan, unused, .. } = wait else { return };
+        let Wait::Call { tool, plan, unused, .. } = wait else { return };
         let mut replies = replies.iter();
         let mut reply = || replies.next().expect("a reply per operation");
         let mut back = Vec::new();
@@ -266,12 +269,13 @@ impl Engine {
                 back.push(budget::unspend(spending.key.clone(), spending.amount, made_in));
             }
         }
-        if let Some(tool) = &plan.breaker {
+        if plan.breaker {
             // A trial place a late answer gave goes back even when the call ran: it ran without it, and its outcome
             // is not counted against it, so the place would stay taken until the breaker's key expired.
-            if let (Some(trial), Some(config)) = (breaker::trial_given(reply()), self.registry.get(tool).and_then(|t| t.breaker)) {
-                let op = breaker::record_op(tool, &config, trial, Outcome::Untested).expect("a trial is recorded");
-                self.send(vec![op], Wait::Breaker(tool.clone()), now);
+            let name = &tool.spec.name;
+            if let (Some(trial), Some(config)) = (breaker::trial_given(reply()), self.registry.get(name).and_then(|t| t.breaker)) {
+                let op = breaker::record_op(name, &config, trial, Outcome::Untested).expect("a trial is recorded");
+                self.send(vec![op], Wait::Breaker(name.clone()), now);
             }
         }
         for want in plan.takes.iter().flatten() {
