@@ -12,6 +12,7 @@ use crate::cache;
 use crate::dedup::{self, Mode};
 use crate::ops::{Op, Reply};
 use crate::ratelimit::{self, Want};
+use crate::registry::Tool;
 use crate::result::ToolResult;
 use crate::shared::{self, OnError};
 use crate::timer::after;
@@ -72,6 +73,17 @@ pub(super) struct CountPlan {
     pub(super) rollbacks: bool,
 }
 
+impl CountPlan {
+    fn op(&self, ttl_ms: u64) -> Op {
+        dedup::count(&self.session, self.key.as_deref(), self.mode, self.rollbacks, ttl_ms)
+    }
+}
+
+/// What the breaker of `tool` is asked before an attempt.
+fn admit_op(tool: &Tool) -> Option<Op> {
+    tool.breaker.as_ref().map(|config| breaker::admit_op(&tool.spec.name, config, tool.timeout_ms))
+}
+
 #[derive(Debug, Clone)]
 pub(super) struct LookupPlan {
     pub(super) key: String,
@@ -95,10 +107,10 @@ impl Resumed {
 }
 
 /// A plan's replies as the stations read them: a ticket's, all in; or the memory store's, asked one operation at
-/// a time as they are read.
+/// a time as they are read (each made only if it is asked).
 pub(super) enum Replies {
     Ticket(std::vec::IntoIter<Reply>),
-    Memory(std::vec::IntoIter<Op>),
+    Memory,
 }
 
 /// The rest of a resumed call: when its reserved tokens are due, which buckets they came from, and (for a call
@@ -115,12 +127,12 @@ impl Engine {
     /// here; a shared store is sent a ticket, and the call waits on it (in the place its caller took for it). For
     /// a call still arriving, true when it may run (otherwise its slot holds its result).
     pub(super) fn ask(&mut self, at: At, plan: Plan, now: Instant, step: &mut Step) -> bool {
-        let ops = self.ops_of(at, &plan, now);
         if self.shared.is_some() {
+            let ops = self.ops_of(at, &plan, now);
             self.send_call(at, ops, plan, now);
             return true;
         }
-        self.resume_on(at, plan, Replies::Memory(ops.into_iter()), now, step)
+        self.resume_on(at, plan, Replies::Memory, now, step)
     }
 
     /// An operation no call waits on (a result kept, a token given back): the memory store does it now, a shared
@@ -139,35 +151,30 @@ impl Engine {
         self.shared.as_ref().map_or_else(OnError::default, |s| s.options.on_error)
     }
 
+    /// The operations of a plan, in order, for a shared store's ticket.
     fn ops_of(&self, at: At, plan: &Plan, now: Instant) -> Vec<Op> {
         let tool = self.slot(at).tool();
         let ttl_ms = self.options.dedup.session_ttl_ms;
         let mut ops = Vec::with_capacity(plan.len());
-        if let Some(count) = &plan.count {
-            ops.push(dedup::count(&count.session, count.key.as_deref(), count.mode, count.rollbacks, ttl_ms));
-        }
+        ops.extend(plan.count.iter().map(|count| count.op(ttl_ms)));
         if let Some(lookup) = &plan.lookup {
             // A lookup's lease covers the waits for tokens the call may make once it leads.
             let lease = lookup.flight.map(|flight| (self.lease_owner(flight), lease_ms(tool, self.waits_ms(at, now))));
             ops.push(cache::lookup(lookup.key.clone(), lease));
         }
         ops.extend(plan.spends.iter().map(|spending| spending.op(ttl_ms)));
-        if let (true, Some(config)) = (plan.breaker, &tool.breaker) {
-            ops.push(breaker::admit_op(&tool.spec.name, config, tool.timeout_ms));
-        }
+        ops.extend(plan.breaker.then(|| admit_op(tool)).flatten());
         ops.extend(plan.takes.iter().flatten().map(ratelimit::take));
         ops
     }
 
-    /// The next operation's reply. The memory store is asked it now, unless the call is answered already
-    /// (`decided`): then it is not asked at all, and nothing it would have taken needs giving back.
-    fn reply(&mut self, replies: &mut Replies, decided: bool, now: Instant) -> Option<Reply> {
+    /// The next operation's reply: a ticket's, or the memory store's to `op`, asked now unless the call is answered
+    /// already (`decided`): then it is not asked at all, and nothing it would have taken needs giving back.
+    fn reply(&mut self, replies: &mut Replies, decided: bool, op: impl FnOnce() -> Option<Op>, now: Instant) -> Option<Reply> {
         match replies {
             Replies::Ticket(replies) => replies.next(),
-            Replies::Memory(ops) => {
-                let op = ops.next()?;
-                (!decided).then(|| self.store.answer(op, now))
-            }
+            Replies::Memory if decided => None,
+            Replies::Memory => op().map(|op| self.store.answer(op, now)),
         }
     }
 
@@ -183,33 +190,37 @@ impl Engine {
     fn resume(&mut self, at: At, plan: &Plan, mut replies: Replies, now: Instant, step: &mut Step) -> Resumption {
         let mut slot = self.lift(at);
         slot.pending = None;
+        let tool = slot.tool().clone();
+        let ttl_ms = self.options.dedup.session_ttl_ms;
         // A look again of a call waiting on another process: its miss was counted and marked the first time.
         let polled = slot.polling.take();
         let mut resumed = Resumed::Run;
         if let Some(count) = &plan.count {
-            if let Some(reply) = self.reply(&mut replies, false, now) {
+            if let Some(reply) = self.reply(&mut replies, false, || Some(count.op(ttl_ms)), now) {
                 resumed = self.counted(at, &mut slot, count, &reply);
             }
         }
         if let Some(lookup) = &plan.lookup {
-            if let Some(reply) = self.reply(&mut replies, !resumed.runs(), now) {
+            // The memory store's flights are this process's own: its lookups take no lease.
+            if let Some(reply) = self.reply(&mut replies, !resumed.runs(), || Some(cache::lookup(lookup.key.clone(), None)), now) {
                 self.looked_up(at, &mut slot, lookup, &reply, polled.is_some(), &mut resumed);
             }
         }
         for spending in &plan.spends {
-            if let Some(reply) = self.reply(&mut replies, !resumed.runs(), now) {
+            if let Some(reply) = self.reply(&mut replies, !resumed.runs(), || Some(spending.op(ttl_ms)), now) {
                 self.spent(at, &mut slot, spending, &reply, &mut resumed);
             }
         }
         if plan.breaker {
-            if let Some(reply) = self.reply(&mut replies, !resumed.runs(), now) {
+            if let Some(reply) = self.reply(&mut replies, !resumed.runs(), || admit_op(&tool), now) {
                 self.breaker_answered(&mut slot, &reply, &mut resumed, now, step);
             }
         }
         let mut ready_at = now;
         let mut reserved = Vec::new();
         for want in plan.takes.iter().flatten() {
-            let taken = self.reply(&mut replies, !resumed.runs(), now).and_then(|reply| self.token_taken(&mut slot, want, &reply, &mut resumed));
+            let reply = self.reply(&mut replies, !resumed.runs(), || Some(ratelimit::take(want)), now);
+            let taken = reply.and_then(|reply| self.token_taken(&mut slot, want, &reply, &mut resumed));
             if let Some(wait) = taken {
                 ready_at = ready_at.max(after(now, wait));
                 reserved.push((want.key.clone(), want.bucket));

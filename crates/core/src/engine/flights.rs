@@ -75,11 +75,13 @@ impl Engine {
         let name = tool.spec.name.as_str();
         let args = turn.args.get(&at.index).unwrap_or(&Value::Null);
         let fields = &turn.policy.fields;
-        let count = fields.get("sessionId").and_then(|session| {
-            let key = (tool.dedup.mode != Mode::Off).then(|| tool.dedup.query_key(name, args));
-            // Only a shared store knows of rollbacks other processes counted in the session.
-            let rollbacks = self.shared.is_some() && !tool.judge.is_empty();
-            (key.is_some() || rollbacks).then(|| CountPlan { session: session.clone(), key, mode: tool.dedup.mode, rollbacks })
+        let counted = tool.dedup.mode != Mode::Off;
+        // Only a shared store knows of rollbacks other processes counted in the session.
+        let rollbacks = self.shared.is_some() && !tool.judge.is_empty();
+        let session = (counted || rollbacks).then(|| fields.get("sessionId")).flatten();
+        let count = session.map(|session| {
+            let key = counted.then(|| tool.dedup.query_key(name, args));
+            CountPlan { session: session.clone(), key, mode: tool.dedup.mode, rollbacks }
         });
         let cache_key = tool.cache.as_ref().map(|rule| {
             let scope = rule.scope.as_ref().map(|field| fields.get(field).map_or("", String::as_str));
