@@ -4,6 +4,7 @@
 // ratios hold on a noisy machine.
 
 const fs = require('node:fs')
+const path = require('node:path')
 const { monitorEventLoopDelay } = require('node:perf_hooks')
 const { ToolExecutor } = require('..')
 const { createReference } = require('./contenders/reference')
@@ -111,6 +112,15 @@ async function contenders(tools, { aiSdk = true, gateOptions = {}, referenceOpti
   const gate = new ToolExecutor(gateOptions)
   for (const t of tools) gate.register(spec(t))
   list.push({ name: 'toolgate', label: 'toolgate', execute: (calls) => gate.execute(calls), close: () => gate.close() })
+
+  // BENCH_OTHER names another checkout, built: its executor runs beside this one, interleaved in the same process,
+  // so that a change is measured against the code it changes (bench/compare.js).
+  if (process.env.BENCH_OTHER) {
+    const { ToolExecutor: Other } = require(path.resolve(process.env.BENCH_OTHER))
+    const other = new Other(gateOptions)
+    for (const t of tools) other.register(spec(t))
+    list.push({ name: 'other', label: `toolgate at ${process.env.BENCH_OTHER}`, execute: (calls) => other.execute(calls), close: () => other.close() })
+  }
   return list
 }
 
