@@ -166,7 +166,7 @@ impl Engine {
                     *self.rollbacks.get_or_insert_mut(count.session.clone(), || 0) = n;
                 }
                 match &count.key {
-                    Some(key) => self.repeated(at, slot, &count.session, key, counted).map_or(Resumed::Run, |result| Resumed::Answered(Box::new(result))),
+                    Some(key) => self.repeated(at, slot, &count.session, key, counted).map_or(Resumed::Run, Resumed::Answered),
                     None => Resumed::Run,
                 }
             }
@@ -174,8 +174,8 @@ impl Engine {
     }
 
     /// Dedup's verdict on a query counted before in the session: a refusal, the earlier result reused, or None (the
-    /// call goes on, marked as a repeat or a first).
-    fn repeated(&mut self, at: At, slot: &mut Slot, session: &str, key: &str, counted: Counted) -> Option<ToolResult> {
+    /// call goes on, marked as a repeat or a first). A result is boxed where it is made: it is large to move.
+    fn repeated(&mut self, at: At, slot: &mut Slot, session: &str, key: &str, counted: Counted) -> Option<Box<ToolResult>> {
         let tool = slot.tool().clone();
         let name = tool.spec.name.as_str();
         let earlier = counted.earlier;
@@ -187,12 +187,12 @@ impl Engine {
             Verdict::First => slot.marks.push(mark("dedup", "first")),
             Verdict::Refused => {
                 slot.marks.push(mark("dedup", "refused"));
-                let mut result = dedup::refused(slot.id.clone(), name, earlier);
+                let mut result = Box::new(dedup::refused(slot.id.clone(), name, earlier));
                 result.metadata.repeats = Some(earlier);
                 return Some(result);
             }
             Verdict::Reuse => {
-                if let Some(mut result) = counted.reused.and_then(|text| Kept::revive(&text, slot.id.clone(), name.to_string())) {
+                if let Some(mut result) = counted.reused.and_then(|text| Kept::revive(&text, slot.id.clone(), name.to_string())).map(Box::new) {
                     slot.marks.push(mark("dedup", "reused"));
                     result.metadata.repeats = Some(earlier);
                     result.metadata.reused = true;
@@ -228,7 +228,7 @@ impl Engine {
                 self.store_failed(slot, fail, "cache", &e)
             }
             Found::Hit(text) => match self.cache_hit(at, slot, &text) {
-                Some(result) => Resumed::Answered(Box::new(result)),
+                Some(result) => Resumed::Answered(result),
                 None => Resumed::Run,
             },
             Found::Miss => {
@@ -259,10 +259,10 @@ impl Engine {
     }
 
     /// A cached entry as this call's result, counted as a hit; None when it cannot be read (then it is a miss).
-    fn cache_hit(&mut self, at: At, slot: &mut Slot, text: &str) -> Option<ToolResult> {
+    fn cache_hit(&mut self, at: At, slot: &mut Slot, text: &str) -> Option<Box<ToolResult>> {
         let name = slot.tool().spec.name.clone();
         let counters = counters_of(&mut self.counters, &name);
-        let Some(mut result) = Kept::revive(text, slot.id.clone(), name) else {
+        let Some(mut result) = Kept::revive(text, slot.id.clone(), name).map(Box::new) else {
             counters.cache_misses += 1;
             return None;
         };
