@@ -309,19 +309,19 @@ impl BreakerState {
 
 /// What the breaker asks the store before an attempt: to let it through, counted or as a trial, or refuse it;
 /// `trial_wait_ms`: how long a call refused because every trial is out should wait.
-pub fn admit_op(tool: &str, config: &BreakerConfig, trial_wait_ms: u64) -> Op {
-    Op::BreakerAdmit { key: tool.to_string(), half_open_calls: config.half_open_calls, trial_wait_ms, ttl_ms: ttl_ms(config) }
+pub fn admit_op<'a>(tool: &'a str, config: &BreakerConfig, trial_wait_ms: u64) -> Op<'a> {
+    Op::BreakerAdmit { key: tool.into(), half_open_calls: config.half_open_calls, trial_wait_ms, ttl_ms: ttl_ms(config) }
 }
 
 /// How an attempt the breaker let through ended, told to the store; None for one it refused (nothing to count).
-pub fn record_op(tool: &str, config: &BreakerConfig, admission: Admission, outcome: Outcome) -> Option<Op> {
+pub fn record_op<'a>(tool: &'a str, config: &BreakerConfig, admission: Admission, outcome: Outcome) -> Option<Op<'a>> {
     let (admission, generation) = match admission {
         Admission::Counted(generation) => ("counted", generation.unwrap_or(0)),
         Admission::Trial(generation) => ("trial", generation),
         Admission::Refused(_) => return None,
     };
     Some(Op::BreakerRecord {
-        key: tool.to_string(),
+        key: tool.into(),
         admission,
         generation,
         outcome: outcome.as_str(),

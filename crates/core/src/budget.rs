@@ -7,14 +7,13 @@
 //!   calls per fixed time window, and cost, where each tool declares what a call costs.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::fields::Fields;
-use crate::ops::{Op, Reply, MAX_WAIT};
+use crate::ops::{Op, Reply, Text, MAX_WAIT};
 use crate::timer::seconds;
 #[cfg(test)]
 use crate::timer::window_of;
@@ -94,8 +93,7 @@ impl BudgetOptions {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spending {
     pub at: usize,
-    /// Shared with the operations made of it.
-    pub key: Arc<str>,
+    pub key: String,
     pub amount: f64,
     pub limit: f64,
     pub window: Option<Duration>,
@@ -104,15 +102,15 @@ pub struct Spending {
 impl Spending {
     /// What the budget asks the store: to add the call's amount unless that passes the limit (a counter without a
     /// window lasts `ttl_ms` after its last spending).
-    pub fn op(&self, ttl_ms: u64) -> Op {
+    pub fn op(&self, ttl_ms: u64) -> Op<'_> {
         let window_ms = self.window.map(|w| w.as_millis().min(u128::from(u64::MAX)) as u64);
-        Op::Spend { key: self.key.clone(), amount: self.amount, limit: self.limit, ttl_ms, window_ms }
+        Op::Spend { key: self.key.as_str().into(), amount: self.amount, limit: self.limit, ttl_ms, window_ms }
     }
 }
 
 /// What a call that never ran spent, given back in the window it was spent in.
-pub fn unspend(key: Arc<str>, amount: f64, window: u64) -> Op {
-    Op::Unspend { key, amount, window }
+pub fn unspend<'a>(key: impl Into<Text<'a>>, amount: f64, window: u64) -> Op<'a> {
+    Op::Unspend { key: key.into(), amount, window }
 }
 
 /// A spending as the counter answered: made (in its window), refused (what was used, and when a window starts

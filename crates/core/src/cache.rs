@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::keys::{self, canonical, SEP};
-use crate::ops::{Op, Reply};
+use crate::ops::{Op, Reply, Text};
 use crate::result::{Image, Redactions, Rollback, ToolResult};
 
 /// The result cache of idempotent tools: bounded by entries and bytes, least recently used out first.
@@ -108,20 +108,20 @@ pub fn args_prefix(tool: &str, args: &Value) -> String {
 
 /// What the cache asks the store of a call: its entry, and on a miss (with `lease`: the flight's owner and how long
 /// it may take) the lease to fill it, so that across processes one call runs and the others wait for its result.
-pub fn lookup(key: String, lease: Option<(String, u64)>) -> Op {
-    let (owner, lease_ms) = lease.map_or((None, None), |(owner, ms)| (Some(owner), Some(ms)));
-    Op::Lookup { key, owner, lease_ms }
+pub fn lookup<'a>(key: impl Into<Text<'a>>, lease: Option<(String, u64)>) -> Op<'a> {
+    let (owner, lease_ms) = lease.map_or((None, None), |(owner, ms)| (Some(owner.into()), Some(ms)));
+    Op::Lookup { key: key.into(), owner, lease_ms }
 }
 
 /// A flight's result kept for identical calls; with the owner of its lease, which it lets go.
-pub fn put(key: String, value: Arc<str>, ttl: Duration, owner: Option<String>) -> Op {
+pub fn put<'a>(key: impl Into<Text<'a>>, value: Arc<str>, ttl: Duration, owner: Option<String>) -> Op<'a> {
     let ttl_ms = ttl.as_millis().min(u128::from(u64::MAX)) as u64;
-    Op::Put { key, value, ttl_ms, owner }
+    Op::Put { key: key.into(), value, ttl_ms, owner: owner.map(Into::into) }
 }
 
 /// A flight that ended without a result to keep lets its lease go.
-pub fn release(key: String, owner: String) -> Op {
-    Op::Release { key, owner }
+pub fn release<'a>(key: impl Into<Text<'a>>, owner: String) -> Op<'a> {
+    Op::Release { key: key.into(), owner: owner.into() }
 }
 
 /// What a lookup found.

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::keys;
-use crate::ops::{Op, Reply};
+use crate::ops::{Op, Reply, Text};
 use crate::result::{ErrorKind, ToolResult};
 
 /// What a session remembers of the queries it ran.
@@ -83,11 +83,11 @@ impl Dedup {
 /// What dedup asks the store of a call in a session: to count its query (`key`, under dedup) and read what the
 /// session kept for it, and (`rollbacks`, for a judged tool) the session's consecutive rollbacks. A refused repeat's
 /// count is taken back by the store itself.
-pub fn count(session: &str, key: Option<&str>, mode: Mode, rollbacks: bool, ttl_ms: u64) -> Op {
+pub fn count<'a>(session: &'a str, key: Option<&'a str>, mode: Mode, rollbacks: bool, ttl_ms: u64) -> Op<'a> {
     let counted = key.is_some();
     Op::Count {
-        session: session.to_string(),
-        key: key.map(str::to_string),
+        session: session.into(),
+        key: key.map(Into::into),
         ttl_ms,
         refuse: counted && mode == Mode::Refuse,
         reuse: counted && mode == Mode::Reuse,
@@ -96,13 +96,13 @@ pub fn count(session: &str, key: Option<&str>, mode: Mode, rollbacks: bool, ttl_
 }
 
 /// A query counted on arrival that never ran after all.
-pub fn uncount(session: String, key: String) -> Op {
-    Op::Uncount { session, key }
+pub fn uncount<'a>(session: impl Into<Text<'a>>, key: impl Into<Text<'a>>) -> Op<'a> {
+    Op::Uncount { session: session.into(), key: key.into() }
 }
 
 /// A query's result kept in its session, for `reuse`.
-pub fn keep(session: String, key: String, value: Arc<str>, ttl_ms: u64) -> Op {
-    Op::Keep { session, key, value, ttl_ms }
+pub fn keep<'a>(session: &'a str, key: &'a str, value: Arc<str>, ttl_ms: u64) -> Op<'a> {
+    Op::Keep { session: session.into(), key: key.into(), value, ttl_ms }
 }
 
 /// What the store said to a count: how often the session ran the query before, what it kept of its last result

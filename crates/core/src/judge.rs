@@ -86,8 +86,8 @@ pub fn judge(rules: &[Rule], result: &ToolResult) -> Option<String> {
 
 /// A judged result of a session, for the other processes to count: a flag adds one to the session's consecutive
 /// rollbacks, a result not flagged ends the run.
-pub fn rollbacks_op(session: &str, flagged: bool, ttl_ms: u64) -> Op {
-    Op::Rollbacks { session: session.to_string(), flagged, ttl_ms }
+pub fn rollbacks_op(session: &str, flagged: bool, ttl_ms: u64) -> Op<'_> {
+    Op::Rollbacks { session: session.into(), flagged, ttl_ms }
 }
 
 #[cfg(test)]

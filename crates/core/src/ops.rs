@@ -11,34 +11,38 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+/// A key, session or field of an operation: borrowed from the call while the memory store answers it at once, owned
+/// once it goes out in a ticket.
+pub type Text<'a> = Cow<'a, str>;
+
 /// One operation, as the host's store adapter reads it (`{op: 'take', key, …}`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "op", rename_all = "camelCase", rename_all_fields = "camelCase")]
-pub enum Op {
+pub enum Op<'a> {
     /// Counts a query in a session (when `key` is given) and reads what the session keeps for it.
-    Count { session: String, key: Option<String>, ttl_ms: u64, refuse: bool, reuse: bool, rollbacks: bool },
-    Remembered { session: String, field: String },
+    Count { session: Text<'a>, key: Option<Text<'a>>, ttl_ms: u64, refuse: bool, reuse: bool, rollbacks: bool },
+    Remembered { session: Text<'a>, field: Text<'a> },
     /// A cached entry, or (with an owner) the lease to compute it.
-    Lookup { key: String, owner: Option<String>, lease_ms: Option<u64> },
-    Take { key: String, capacity: f64, refill_per_sec: f64, max_wait_ms: f64 },
+    Lookup { key: Text<'a>, owner: Option<Text<'a>>, lease_ms: Option<u64> },
+    Take { key: Text<'a>, capacity: f64, refill_per_sec: f64, max_wait_ms: f64 },
     /// Gives back a token (the bucket's shape, as its take said it).
-    Refund { key: String, capacity: f64, refill_per_sec: f64 },
-    Put { key: String, value: Arc<str>, ttl_ms: u64, owner: Option<String> },
-    Release { key: String, owner: String },
-    Uncount { session: String, key: String },
-    Keep { session: String, key: String, value: Arc<str>, ttl_ms: u64 },
-    Remember { session: String, field: String, ttl_ms: u64 },
+    Refund { key: Text<'a>, capacity: f64, refill_per_sec: f64 },
+    Put { key: Text<'a>, value: Arc<str>, ttl_ms: u64, owner: Option<Text<'a>> },
+    Release { key: Text<'a>, owner: Text<'a> },
+    Uncount { session: Text<'a>, key: Text<'a> },
+    Keep { session: Text<'a>, key: Text<'a>, value: Arc<str>, ttl_ms: u64 },
+    Remember { session: Text<'a>, field: Text<'a>, ttl_ms: u64 },
     /// A judged result: a flag adds one to the session's consecutive rollbacks, no flag ends the run.
-    Rollbacks { session: String, flagged: bool, ttl_ms: u64 },
+    Rollbacks { session: Text<'a>, flagged: bool, ttl_ms: u64 },
     /// Adds `amount` to a budget counter unless that passes `limit`; a counter with a window starts over with each.
-    Spend { key: Arc<str>, amount: f64, limit: f64, ttl_ms: u64, window_ms: Option<u64> },
+    Spend { key: Text<'a>, amount: f64, limit: f64, ttl_ms: u64, window_ms: Option<u64> },
     /// Gives back a spending of a call that never ran, in the window it was made in.
-    Unspend { key: Arc<str>, amount: f64, window: u64 },
+    Unspend { key: Text<'a>, amount: f64, window: u64 },
     /// Lets an attempt through a breaker the process does not know to be closed: counted, a trial, or refused.
-    BreakerAdmit { key: String, half_open_calls: u32, trial_wait_ms: u64, ttl_ms: u64 },
+    BreakerAdmit { key: Text<'a>, half_open_calls: u32, trial_wait_ms: u64, ttl_ms: u64 },
     /// How an admitted attempt ended (`admission`: `counted` or `trial`, of `generation`).
     BreakerRecord {
-        key: String,
+        key: Text<'a>,
         admission: &'static str,
         generation: u64,
         outcome: &'static str,
@@ -121,30 +125,44 @@ pub const MAX_STORE_MS: u64 = 1_000_000_000_000_000;
 
 /// A time as a shared store is told it: at least a millisecond (Redis refuses an expiry of 0), at most
 /// `MAX_STORE_MS`.
-fn store_ms(ms: &mut u64) {
-    *ms = (*ms).clamp(1, MAX_STORE_MS);
+fn store_ms(ms: u64) -> u64 {
+    ms.clamp(1, MAX_STORE_MS)
 }
 
-impl Op {
-    /// The operation as a shared store is told it: its times in the range the store takes. The stations say them
-    /// as they are, which the memory store answers to.
-    pub fn for_host(mut self) -> Op {
-        match &mut self {
-            Op::Count { ttl_ms, .. }
-            | Op::Put { ttl_ms, .. }
-            | Op::Keep { ttl_ms, .. }
-            | Op::Remember { ttl_ms, .. }
-            | Op::Rollbacks { ttl_ms, .. }
-            | Op::BreakerAdmit { ttl_ms, .. }
-            | Op::BreakerRecord { ttl_ms, .. } => store_ms(ttl_ms),
-            Op::Lookup { lease_ms: Some(lease_ms), .. } => store_ms(lease_ms),
-            Op::Spend { ttl_ms, window_ms, .. } => {
-                store_ms(ttl_ms);
-                window_ms.iter_mut().for_each(store_ms);
+fn own(text: Text<'_>) -> Text<'static> {
+    Cow::Owned(text.into_owned())
+}
+
+impl Op<'_> {
+    /// The operation as a shared store is told it: its own, to go out in a ticket, with its times in the range the
+    /// store takes. The stations say them as they are, which the memory store answers to.
+    pub fn for_host(self) -> Op<'static> {
+        match self {
+            Op::Count { session, key, ttl_ms, refuse, reuse, rollbacks } => {
+                Op::Count { session: own(session), key: key.map(own), ttl_ms: store_ms(ttl_ms), refuse, reuse, rollbacks }
             }
-            _ => {}
+            Op::Remembered { session, field } => Op::Remembered { session: own(session), field: own(field) },
+            Op::Lookup { key, owner, lease_ms } => Op::Lookup { key: own(key), owner: owner.map(own), lease_ms: lease_ms.map(store_ms) },
+            Op::Take { key, capacity, refill_per_sec, max_wait_ms } => Op::Take { key: own(key), capacity, refill_per_sec, max_wait_ms },
+            Op::Refund { key, capacity, refill_per_sec } => Op::Refund { key: own(key), capacity, refill_per_sec },
+            Op::Put { key, value, ttl_ms, owner } => Op::Put { key: own(key), value, ttl_ms: store_ms(ttl_ms), owner: owner.map(own) },
+            Op::Release { key, owner } => Op::Release { key: own(key), owner: own(owner) },
+            Op::Uncount { session, key } => Op::Uncount { session: own(session), key: own(key) },
+            Op::Keep { session, key, value, ttl_ms } => Op::Keep { session: own(session), key: own(key), value, ttl_ms: store_ms(ttl_ms) },
+            Op::Remember { session, field, ttl_ms } => Op::Remember { session: own(session), field: own(field), ttl_ms: store_ms(ttl_ms) },
+            Op::Rollbacks { session, flagged, ttl_ms } => Op::Rollbacks { session: own(session), flagged, ttl_ms: store_ms(ttl_ms) },
+            Op::Spend { key, amount, limit, ttl_ms, window_ms } => {
+                Op::Spend { key: own(key), amount, limit, ttl_ms: store_ms(ttl_ms), window_ms: window_ms.map(store_ms) }
+            }
+            Op::Unspend { key, amount, window } => Op::Unspend { key: own(key), amount, window },
+            Op::BreakerAdmit { key, half_open_calls, trial_wait_ms, ttl_ms } => {
+                Op::BreakerAdmit { key: own(key), half_open_calls, trial_wait_ms, ttl_ms: store_ms(ttl_ms) }
+            }
+            Op::BreakerRecord { key, admission, generation, outcome, failure_rate, min_calls, window_ms, open_ms, half_open_calls, ttl_ms } => {
+                let ttl_ms = store_ms(ttl_ms);
+                Op::BreakerRecord { key: own(key), admission, generation, outcome, failure_rate, min_calls, window_ms, open_ms, half_open_calls, ttl_ms }
+            }
         }
-        self
     }
 }
 

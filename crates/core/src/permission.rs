@@ -330,13 +330,13 @@ pub fn glob(pattern: &str, text: &str) -> bool {
 
 /// Whether a session approved a rule before, asked of a store shared between processes (this process keeps the
 /// approvals it saw itself).
-pub fn remembered_op(session: &str, tool: &str, by: &str) -> Op {
-    Op::Remembered { session: session.to_string(), field: remembered_field(tool, by) }
+pub fn remembered_op<'a>(session: &'a str, tool: &str, by: &str) -> Op<'a> {
+    Op::Remembered { session: session.into(), field: remembered_field(tool, by).into() }
 }
 
 /// An approval given "for this session", for the other processes to see.
-pub fn remember_op(session: &str, tool: &str, by: &str, ttl_ms: u64) -> Op {
-    Op::Remember { session: session.to_string(), field: remembered_field(tool, by), ttl_ms }
+pub fn remember_op<'a>(session: &'a str, tool: &str, by: &str, ttl_ms: u64) -> Op<'a> {
+    Op::Remember { session: session.into(), field: remembered_field(tool, by).into(), ttl_ms }
 }
 
 /// A remembered approval's field in its session: the tool and the rule that asked.

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::fields::Fields;
 use crate::keys::SEP;
-use crate::ops::{wait_ms, Op, Reply, MAX_WAIT};
+use crate::ops::{wait_ms, Op, Reply, Text, MAX_WAIT};
 use crate::result::{ErrorKind, ToolResult};
 use crate::timer::seconds;
 
@@ -75,13 +75,13 @@ pub fn wants(executor: Option<&RateLimit>, tool: &str, own: Option<&RateLimit>, 
 }
 
 /// What the rate limit asks the store: a token from the bucket, now or reserved within the wait the call may make.
-pub fn take(want: &Want) -> Op {
-    Op::Take { key: want.key.clone(), capacity: want.bucket.capacity, refill_per_sec: want.bucket.refill_per_sec, max_wait_ms: wait_ms(want.max_wait) }
+pub fn take(want: &Want) -> Op<'_> {
+    Op::Take { key: want.key.as_str().into(), capacity: want.bucket.capacity, refill_per_sec: want.bucket.refill_per_sec, max_wait_ms: wait_ms(want.max_wait) }
 }
 
 /// A token given back: the call it was taken for does not run after all.
-pub fn refund(key: String, bucket: Bucket) -> Op {
-    Op::Refund { key, capacity: bucket.capacity, refill_per_sec: bucket.refill_per_sec }
+pub fn refund<'a>(key: impl Into<Text<'a>>, bucket: Bucket) -> Op<'a> {
+    Op::Refund { key: key.into(), capacity: bucket.capacity, refill_per_sec: bucket.refill_per_sec }
 }
 
 /// A rate limit as declared: the bucket, what splits it (a context field, e.g. `userId`), and how long a call may

@@ -5,7 +5,10 @@
 //! open or closed as configured. The operations and their replies are `ops`'; what each station asks and what each
 //! answer means is the station's.
 
-pub use crate::ops::{Op, Reply};
+pub use crate::ops::Reply;
+
+/// An operation as it goes out to the host.
+pub type Op = crate::ops::Op<'static>;
 
 use std::time::Duration;
 

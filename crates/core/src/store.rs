@@ -71,7 +71,7 @@ pub trait Store: Send {
             Op::Count { key: None, .. } => Reply { earlier: Some(0), ..Reply::default() },
             Op::Lookup { key, .. } => Reply { value: self.get(&key, now), ..Reply::default() },
             Op::Put { key, value, ttl_ms, .. } => {
-                self.put(key, value, ms(ttl_ms), now);
+                self.put(key.into_owned(), value, ms(ttl_ms), now);
                 Reply::default()
             }
             Op::Keep { session, key, value, ttl_ms } => {

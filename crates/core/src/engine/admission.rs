@@ -274,7 +274,7 @@ impl Engine {
                 match session {
                     Some(session) => {
                         let op = permission::remembered_op(&session, &tool.spec.name, &by);
-                        let ticket = self.send(vec![op], Wait::Remembered { at, by, reason }, now);
+                        let ticket = self.send(vec![op.for_host()], Wait::Remembered { at, by, reason }, now);
                         self.slot_mut(at).pending = Some(ticket);
                     }
                     None => self.ask_host(at, HostKind::Approve, Some((by, reason)), now),

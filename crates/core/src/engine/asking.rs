@@ -74,13 +74,13 @@ pub(super) struct CountPlan {
 }
 
 impl CountPlan {
-    fn op(&self, ttl_ms: u64) -> Op {
+    fn op(&self, ttl_ms: u64) -> Op<'_> {
         dedup::count(&self.session, self.key.as_deref(), self.mode, self.rollbacks, ttl_ms)
     }
 }
 
 /// What the breaker of `tool` is asked before an attempt.
-fn admit_op(tool: &Tool) -> Option<Op> {
+fn admit_op(tool: &Tool) -> Option<Op<'_>> {
     tool.breaker.as_ref().map(|config| breaker::admit_op(&tool.spec.name, config, tool.timeout_ms))
 }
 
@@ -151,8 +151,8 @@ impl Engine {
         self.shared.as_ref().map_or_else(OnError::default, |s| s.options.on_error)
     }
 
-    /// The operations of a plan, in order, for a shared store's ticket.
-    fn ops_of(&self, at: At, plan: &Plan, now: Instant) -> Vec<Op> {
+    /// The operations of a plan, in order, as a shared store's ticket tells them.
+    fn ops_of(&self, at: At, plan: &Plan, now: Instant) -> Vec<Op<'static>> {
         let tool = self.slot(at).tool();
         let ttl_ms = self.options.dedup.session_ttl_ms;
         let mut ops = Vec::with_capacity(plan.len());
@@ -165,12 +165,12 @@ impl Engine {
         ops.extend(plan.spends.iter().map(|spending| spending.op(ttl_ms)));
         ops.extend(plan.breaker.then(|| admit_op(tool)).flatten());
         ops.extend(plan.takes.iter().flatten().map(ratelimit::take));
-        ops
+        ops.into_iter().map(Op::for_host).collect()
     }
 
     /// The next operation's reply: a ticket's, or the memory store's to `op`, asked now unless the call is answered
     /// already (`decided`): then it is not asked at all, and nothing it would have taken needs giving back.
-    fn reply(&mut self, replies: &mut Replies, decided: bool, op: impl FnOnce() -> Option<Op>, now: Instant) -> Option<Reply> {
+    fn reply<'p>(&mut self, replies: &mut Replies, decided: bool, op: impl FnOnce() -> Option<Op<'p>>, now: Instant) -> Option<Reply> {
         match replies {
             Replies::Ticket(replies) => replies.next(),
             Replies::Memory if decided => None,
@@ -202,7 +202,7 @@ impl Engine {
         }
         if let Some(lookup) = &plan.lookup {
             // The memory store's flights are this process's own: its lookups take no lease.
-            if let Some(reply) = self.reply(&mut replies, !resumed.runs(), || Some(cache::lookup(lookup.key.clone(), None)), now) {
+            if let Some(reply) = self.reply(&mut replies, !resumed.runs(), || Some(cache::lookup(lookup.key.as_str(), None)), now) {
                 self.looked_up(at, &mut slot, lookup, &reply, polled.is_some(), &mut resumed);
             }
         }

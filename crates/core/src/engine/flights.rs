@@ -295,7 +295,7 @@ impl Engine {
                 self.take_place(&name);
                 return;
             }
-            let entry = self.store.answer(cache::lookup(key.clone(), None), now);
+            let entry = self.store.answer(cache::lookup(key.as_str(), None), now);
             let hit = match Found::of(&entry).0 {
                 Found::Hit(text) => Kept::revive(&text, self.slot(at).id.clone(), name.clone()),
                 _ => None,
@@ -422,7 +422,7 @@ impl Engine {
 
     /// A query's result kept in its session for `reuse`.
     pub(super) fn keep_reused(&mut self, session: &str, key: &str, kept: Arc<str>, now: Instant) {
-        let op = dedup::keep(session.to_string(), key.to_string(), kept, self.options.dedup.session_ttl_ms);
+        let op = dedup::keep(session, key, kept, self.options.dedup.session_ttl_ms);
         self.effect(op, now);
     }
 

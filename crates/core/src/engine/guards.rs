@@ -6,7 +6,6 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::breaker::{self, Admission, BreakerSaid, Outcome, Phase, Transition};
@@ -73,7 +72,7 @@ impl Engine {
         let spend = |at: usize| {
             let limit = &limits[at];
             limit.key_into(&turn.policy.fields, key);
-            Spending { at, key: Arc::from(key.as_str()), amount: limit.amount(cost), limit: limit.limit, window: limit.window }
+            Spending { at, key: key.clone(), amount: limit.amount(cost), limit: limit.limit, window: limit.window }
         };
         Ok((per_turn..limits.len()).map(spend).collect())
     }
@@ -119,7 +118,7 @@ impl Engine {
             } else {
                 limit.key_into(&turn.policy.fields, &mut self.key);
                 let window = spent.windows.iter().find(|(l, _)| usize::from(*l) == line).map_or(0, |(_, w)| *w);
-                back.push(budget::unspend(Arc::from(self.key.as_str()), limit.amount(cost), window));
+                back.push(budget::unspend(self.key.clone(), limit.amount(cost), window));
             }
         }
         for op in back {
@@ -198,7 +197,7 @@ impl Engine {
     /// store, when its ticket is answered from a shared one.
     pub(super) fn tell_breaker(&mut self, tool: &str, op: Op, now: Instant, step: &mut Step) {
         if self.shared.is_some() {
-            self.send(vec![op], Wait::Breaker(tool.to_string()), now);
+            self.send(vec![op.for_host()], Wait::Breaker(tool.to_string()), now);
         } else {
             let reply = self.store.answer(op, now);
             let _ = self.breaker_said(tool, &reply, now, step);

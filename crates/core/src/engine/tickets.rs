@@ -36,8 +36,8 @@ pub(super) struct Shared {
     late: Bounded<u32, (Wait, Vec<bool>)>,
     /// Late answers that came while their call still ran: what they took goes back (or not) when it settles.
     held_answers: FxHashMap<u32, (Wait, Vec<Reply>)>,
-    outbox: Vec<(u32, Vec<Op>)>,
-    effects: Vec<Op>,
+    outbox: Vec<(u32, Vec<Op<'static>>)>,
+    effects: Vec<Op<'static>>,
     /// This engine's name on the leases it takes (unique across processes and restarts).
     owner: String,
     /// Flights holding the lease of their cache key, by flight id.
@@ -100,8 +100,8 @@ impl Shared {
     }
 
     /// An operation no call waits on, sent in the step's ticket of effects.
-    pub(super) fn queue(&mut self, op: Op) {
-        self.effects.push(op);
+    pub(super) fn queue(&mut self, op: Op<'_>) {
+        self.effects.push(op.for_host());
     }
 
     /// Tickets out, and late answers kept until their call settles: a gauge that must come back to 0.
@@ -116,21 +116,21 @@ impl Engine {
     }
 
     /// Sends a call's plan; the call waits on its ticket.
-    pub(super) fn send_call(&mut self, at: At, ops: Vec<Op>, plan: Plan, now: Instant) {
+    pub(super) fn send_call(&mut self, at: At, ops: Vec<Op<'static>>, plan: Plan, now: Instant) {
         let slot = self.slot(at);
         let (tool, attempt) = (slot.tool().clone(), slot.attempts);
         let ticket = self.send(ops, Wait::Call { at, tool, plan, attempt, unused: Unused::default() }, now);
         self.slot_mut(at).pending = Some(ticket);
     }
 
-    /// Queues operations under a new ticket with its deadline.
-    pub(super) fn send(&mut self, ops: Vec<Op>, wait: Wait, now: Instant) -> u32 {
+    /// Queues operations, as the host is told them (`Op::for_host`), under a new ticket with its deadline.
+    pub(super) fn send(&mut self, ops: Vec<Op<'static>>, wait: Wait, now: Instant) -> u32 {
         let ticket = self.take_ticket();
         let shared = self.shared_mut();
         let due = after(now, Duration::from_millis(shared.options.timeout_ms));
         shared.stats.operations += ops.len() as u64;
         shared.waits.insert(ticket, (wait, due));
-        shared.outbox.push((ticket, ops.into_iter().map(Op::for_host).collect()));
+        shared.outbox.push((ticket, ops));
         self.deadlines.arm(due, Alarm::Store(ticket));
         ticket
     }
@@ -275,7 +275,7 @@ impl Engine {
             let name = &tool.spec.name;
             if let (Some(trial), Some(config)) = (breaker::trial_given(reply()), self.registry.get(name).and_then(|t| t.breaker)) {
                 let op = breaker::record_op(name, &config, trial, Outcome::Untested).expect("a trial is recorded");
-                self.send(vec![op], Wait::Breaker(name.clone()), now);
+                self.send(vec![op.for_host()], Wait::Breaker(name.clone()), now);
             }
         }
         for want in plan.takes.iter().flatten() {
@@ -339,7 +339,7 @@ mod tests {
     }
 
     /// Begins a turn of one call in a session: its turn, and the one ticket it sends.
-    fn begin(engine: &mut Engine, now: Instant) -> (u32, u32, Vec<Op>) {
+    fn begin(engine: &mut Engine, now: Instant) -> (u32, u32, Vec<Op<'static>>) {
         let policy = Policy { fields: [("sessionId".to_string(), "s".to_string())].into_iter().collect(), ..Policy::default() };
         let mut step = engine.begin(r#"[{"name": "api"}]"#, &policy, &TurnOptions::default(), None, now).unwrap();
         assert_eq!(step.store.len(), 1, "one ticket for the call");

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::breaker::Transition;
 use crate::result::ErrorKind;
-use crate::shared::Op;
+use crate::ops::Op;
 use crate::json;
 
 
@@ -64,7 +64,7 @@ pub struct Step {
     pub late: Vec<(u32, ErrorKind, &'static str, f64)>,
     /// Operations for the shared store, by ticket: `[ticket, [op, …]]`, each answered with `Engine::answer_store`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub store: Vec<(u32, Vec<Op>)>,
+    pub store: Vec<(u32, Vec<Op<'static>>)>,
     /// Circuit breakers that changed phase, in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub breaker: Vec<Transition>,

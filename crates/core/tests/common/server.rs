@@ -4,11 +4,13 @@
 //! remembered, the rollback count, with one expiry that writes prolong and a cap on its fields) and the leases of
 //! single flight across processes it keeps as the scripts do.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use toolgate_core::ops::{Op, Reply};
+use toolgate_core::ops::Reply;
+use toolgate_core::shared::Op;
 use toolgate_core::store::{MemoryLimits, MemoryStore, Store};
 use toolgate_core::EngineOptions;
 
@@ -83,7 +85,7 @@ impl Server {
             Op::Count { session, key, ttl_ms, refuse, reuse, rollbacks } => {
                 let session = self.session(&session, now, Some(ttl_ms));
                 let mut reply = Reply { earlier: Some(0), rollbacks: rollbacks.then(|| session.rollbacks.unwrap_or(0)), ..Reply::default() };
-                if let Some(key) = key {
+                if let Some(key) = key.map(Cow::into_owned) {
                     // A full session counts nothing new: earlier stays 0.
                     if session.counts.contains_key(&key) || session.has_room() {
                         let count = session.counts.entry(key.clone()).or_default();
@@ -98,26 +100,26 @@ impl Server {
                 reply
             }
             Op::Uncount { session, key } => {
-                if let Some(count) = self.session(&session, now, None).counts.get_mut(&key) {
+                if let Some(count) = self.session(&session, now, None).counts.get_mut(&*key) {
                     *count = count.saturating_sub(1);
                 }
                 Reply::default()
             }
             Op::Keep { session, key, value, ttl_ms } => {
                 let session = self.session(&session, now, None);
-                if session.kept.contains_key(&key) || session.has_room() {
-                    session.kept.insert(key, value);
+                if session.kept.contains_key(&*key) || session.has_room() {
+                    session.kept.insert(key.into_owned(), value);
                     session.expires = Some(now + Duration::from_millis(ttl_ms));
                 }
                 Reply::default()
             }
             Op::Remembered { session, field } => {
-                Reply { remembered: Some(self.session(&session, now, None).approvals.contains(&field)), ..Reply::default() }
+                Reply { remembered: Some(self.session(&session, now, None).approvals.contains(&*field)), ..Reply::default() }
             }
             Op::Remember { session, field, ttl_ms } => {
                 let session = self.session(&session, now, None);
-                if session.approvals.contains(&field) || session.has_room() {
-                    session.approvals.insert(field);
+                if session.approvals.contains(&*field) || session.has_room() {
+                    session.approvals.insert(field.into_owned());
                     session.expires = Some(now + Duration::from_millis(ttl_ms));
                 }
                 Reply::default()
@@ -134,13 +136,13 @@ impl Server {
                     return Reply { value, ..Reply::default() };
                 }
                 let (Some(owner), Some(lease_ms)) = (owner, lease_ms) else { return Reply::default() };
-                match self.leases.get(&key).filter(|(holder, until)| *until > now && *holder != owner) {
+                match self.leases.get(&*key).filter(|(holder, until)| *until > now && *holder != owner) {
                     Some((_, until)) => {
                         let left = until.saturating_duration_since(now).as_millis() as f64;
                         Reply { lease: Some("held".into()), lease_left_ms: Some(left), ..Reply::default() }
                     }
                     None => {
-                        self.leases.insert(key, (owner, now + Duration::from_millis(lease_ms)));
+                        self.leases.insert(key.into_owned(), (owner.into_owned(), now + Duration::from_millis(lease_ms)));
                         Reply { lease: Some("taken".into()), ..Reply::default() }
                     }
                 }
@@ -148,7 +150,7 @@ impl Server {
             // Written only while its lease is still the owner's.
             Op::Put { key, value, ttl_ms, owner: Some(owner) } => {
                 if self.release(&key, &owner, now) {
-                    self.store.put(key, value, Duration::from_millis(ttl_ms), now);
+                    self.store.put(key.into_owned(), value, Duration::from_millis(ttl_ms), now);
                 }
                 Reply::default()
             }
