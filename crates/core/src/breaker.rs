@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ops::{Op, Reply};
+use crate::ops::{Op, Reply, Word};
 use crate::timer::seconds;
 use crate::result::{ErrorKind, ToolResult};
 
@@ -83,13 +83,21 @@ impl Phase {
         }
     }
 
-    /// The phase as the shared store writes it.
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "closed" => Some(Phase::Closed),
-            "open" => Some(Phase::Open),
-            "half_open" => Some(Phase::HalfOpen),
+    /// The phase a reply says.
+    pub fn of(word: Word) -> Option<Self> {
+        match word {
+            Word::Closed => Some(Phase::Closed),
+            Word::Open => Some(Phase::Open),
+            Word::HalfOpen => Some(Phase::HalfOpen),
             _ => None,
+        }
+    }
+
+    fn word(self) -> Word {
+        match self {
+            Phase::Closed => Word::Closed,
+            Phase::Open => Word::Open,
+            Phase::HalfOpen => Word::HalfOpen,
         }
     }
 }
@@ -275,17 +283,17 @@ impl BreakerState {
     /// admission; None for an outcome told), the phase now and the one it left, and how long it stays open.
     pub fn reply(&self, admission: Option<Admission>, changed: Option<Transition>, now_ms: u64) -> Reply {
         let (admit, generation, wait) = match admission {
-            Some(Admission::Counted(generation)) => (Some("counted"), generation, Duration::ZERO),
-            Some(Admission::Trial(generation)) => (Some("trial"), Some(generation), Duration::ZERO),
-            Some(Admission::Refused(wait)) => (Some("refused"), None, wait),
+            Some(Admission::Counted(generation)) => (Some(Word::Counted), generation, Duration::ZERO),
+            Some(Admission::Trial(generation)) => (Some(Word::Trial), Some(generation), Duration::ZERO),
+            Some(Admission::Refused(wait)) => (Some(Word::Refused), None, wait),
             None if self.phase == Phase::Open => (None, None, Duration::from_millis(self.until_ms.saturating_sub(now_ms))),
             None => (None, None, Duration::ZERO),
         };
-        let (from, calls, failures) = changed.map_or((None, None, None), |t| (Some(t.from.as_str().into()), t.calls, t.failures));
+        let (from, calls, failures) = changed.map_or((None, None, None), |t| (Some(t.from.word()), t.calls, t.failures));
         Reply {
-            admit: admit.map(Into::into),
+            admit,
             generation,
-            phase: Some(self.phase.as_str().into()),
+            phase: Some(self.phase.word()),
             wait_ms: Some(crate::ops::wait_ms(wait)),
             exact_wait: Some(wait),
             from,
@@ -368,9 +376,9 @@ impl BreakerSaid {
 
     fn read(reply: &Reply) -> Option<BreakerSaid> {
         const LONGEST_WAIT_MS: f64 = 3_155_760_000_000.0;
-        let phase = Phase::parse(reply.phase.as_deref()?)?;
-        let from = match reply.from.as_deref() {
-            Some(from) => Some(Phase::parse(from).filter(|from| *from != phase)?),
+        let phase = Phase::of(reply.phase?)?;
+        let from = match reply.from {
+            Some(from) => Some(Phase::of(from).filter(|from| *from != phase)?),
             None => None,
         };
         let wait = || match reply.exact_wait {
@@ -381,12 +389,12 @@ impl BreakerSaid {
             }
         };
         let open_for = if phase == Phase::Open { wait()? } else { Duration::ZERO };
-        let admission = match (reply.admit.as_deref(), phase) {
+        let admission = match (reply.admit, phase) {
             (None, _) => Admission::Counted(None),
-            (Some("counted"), Phase::Closed) => Admission::Counted(reply.generation),
-            (Some("trial"), Phase::HalfOpen) => Admission::Trial(reply.generation?),
-            (Some("refused"), Phase::Open) => Admission::Refused(open_for),
-            (Some("refused"), Phase::HalfOpen) => Admission::Refused(wait()?),
+            (Some(Word::Counted), Phase::Closed) => Admission::Counted(reply.generation),
+            (Some(Word::Trial), Phase::HalfOpen) => Admission::Trial(reply.generation?),
+            (Some(Word::Refused), Phase::Open) => Admission::Refused(open_for),
+            (Some(Word::Refused), Phase::HalfOpen) => Admission::Refused(wait()?),
             _ => return None,
         };
         Some(BreakerSaid { phase, open_for, from, calls: reply.calls, failures: reply.failures, admission })
@@ -403,7 +411,7 @@ pub fn lets_through(state: Option<&BreakerState>) -> Option<Admission> {
 
 /// A trial place a reply gave, whatever else it says: it is given back, untested, when no attempt used it.
 pub fn trial_given(reply: &Reply) -> Option<Admission> {
-    (reply.error.is_none() && reply.admit.as_deref() == Some("trial")).then(|| Admission::Trial(reply.generation.unwrap_or(0)))
+    (reply.error.is_none() && reply.admit == Some(Word::Trial)).then(|| Admission::Trial(reply.generation.unwrap_or(0)))
 }
 
 /// A call not run because its tool's breaker is open (or every trial of a half-open one is out).

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::fields::Fields;
-use crate::ops::{Op, Reply, Text, MAX_WAIT};
+use crate::ops::{Op, Reply, Text, Word, MAX_WAIT};
 use crate::timer::seconds;
 #[cfg(test)]
 use crate::timer::window_of;
@@ -124,10 +124,10 @@ pub enum Spent {
 
 impl Spent {
     pub fn of(reply: &Reply, windowed: bool) -> Spent {
-        match (&reply.error, reply.spent.as_deref()) {
+        match (&reply.error, reply.spent) {
             (Some(e), _) => Spent::Failed(e.clone()),
-            (None, Some("ok")) => Spent::Made(reply.window.unwrap_or(0)),
-            (None, Some("over")) => {
+            (None, Some(Word::Ok)) => Spent::Made(reply.window.unwrap_or(0)),
+            (None, Some(Word::Over)) => {
                 let resets = windowed.then(|| reply.exact_wait.unwrap_or_else(|| seconds(reply.wait_ms.unwrap_or(0.0).max(0.0) / 1000.0).min(MAX_WAIT)));
                 Spent::Over(reply.used.filter(|u| u.is_finite()).unwrap_or(0.0), resets)
             }

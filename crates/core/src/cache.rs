@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::keys::{self, canonical, SEP};
-use crate::ops::{Op, Reply, Text};
+use crate::ops::{Op, Reply, Text, Word};
 use crate::result::{Image, Redactions, Rollback, ToolResult};
 
 /// The result cache of idempotent tools: bounded by entries and bytes, least recently used out first.
@@ -143,9 +143,9 @@ pub enum Lease {
 
 impl Found {
     pub fn of(reply: &Reply) -> (Found, Lease) {
-        let lease = match reply.lease.as_deref() {
-            Some("taken") => Lease::Taken,
-            Some("held") => Lease::Held(reply.lease_left_ms),
+        let lease = match reply.lease {
+            Some(Word::Taken) => Lease::Taken,
+            Some(Word::Held) => Lease::Held(reply.lease_left_ms),
             _ => Lease::None,
         };
         let found = match (&reply.error, &reply.value) {

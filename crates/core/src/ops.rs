@@ -55,8 +55,26 @@ pub enum Op<'a> {
     },
 }
 
-/// A word of a reply (`now`, `counted`, `half_open`…): the memory store's are static text, a shared store's are read.
-pub type Word = Cow<'static, str>;
+/// A word of a reply (`now`, `counted`, `half_open`…). One no store says (a shared store's garbage) reads as
+/// `Unknown`, which no station takes for an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Word {
+    Now,
+    After,
+    Refused,
+    Ok,
+    Over,
+    Counted,
+    Trial,
+    Closed,
+    Open,
+    HalfOpen,
+    Taken,
+    Held,
+    #[serde(other)]
+    Unknown,
+}
 
 /// One operation's answer; which fields are set depends on the operation.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::fields::Fields;
 use crate::keys::SEP;
-use crate::ops::{wait_ms, Op, Reply, Text, MAX_WAIT};
+use crate::ops::{wait_ms, Op, Reply, Text, Word, MAX_WAIT};
 use crate::result::{ErrorKind, ToolResult};
 use crate::timer::seconds;
 
@@ -34,11 +34,11 @@ impl Token {
     pub fn of(reply: &Reply) -> Token {
         // A wait a shared store says past a week is its garbage, not a wait to tell a model.
         let wait = || reply.exact_wait.unwrap_or_else(|| seconds(reply.wait_ms.unwrap_or(0.0) / 1000.0).min(MAX_WAIT));
-        match (&reply.error, reply.take.as_deref()) {
+        match (&reply.error, reply.take) {
             (Some(e), _) => Token::Failed(e.clone()),
-            (None, Some("now")) => Token::Now,
-            (None, Some("after")) => Token::After(wait()),
-            (None, Some("refused")) => Token::Refused(wait()),
+            (None, Some(Word::Now)) => Token::Now,
+            (None, Some(Word::After)) => Token::After(wait()),
+            (None, Some(Word::Refused)) => Token::Refused(wait()),
             (None, _) => Token::Failed("the store's answer to a token take could not be read".into()),
         }
     }

@@ -13,7 +13,7 @@ use crate::bounded::Bounded;
 use crate::breaker::{Admission, BreakerConfig, BreakerState, Outcome};
 use crate::budget;
 use crate::keys::SEP;
-use crate::ops::{wait_ms, Op, Reply};
+use crate::ops::{wait_ms, Op, Reply, Word};
 pub use crate::ratelimit::Bucket;
 use crate::timer::{after, seconds, window_of};
 
@@ -84,20 +84,20 @@ pub trait Store: Send {
             }
             Op::Take { key, capacity, refill_per_sec, max_wait_ms } => {
                 let (take, wait) = match self.take_token(&key, Bucket { capacity, refill_per_sec }, seconds(max_wait_ms / 1000.0), now) {
-                    Take::Now => ("now", Duration::ZERO),
-                    Take::After(wait) => ("after", wait),
-                    Take::Refused(wait) => ("refused", wait),
+                    Take::Now => (Word::Now, Duration::ZERO),
+                    Take::After(wait) => (Word::After, wait),
+                    Take::Refused(wait) => (Word::Refused, wait),
                 };
-                Reply { take: Some(take.into()), wait_ms: Some(wait_ms(wait)), exact_wait: Some(wait), ..Reply::default() }
+                Reply { take: Some(take), wait_ms: Some(wait_ms(wait)), exact_wait: Some(wait), ..Reply::default() }
             }
             Op::Refund { key, capacity, refill_per_sec } => {
                 self.refund_token(&key, Bucket { capacity, refill_per_sec });
                 Reply::default()
             }
             Op::Spend { key, amount, limit, ttl_ms, window_ms } => match self.spend(&key, amount, limit, window_ms.map(ms), ms(ttl_ms), now) {
-                Spend::Spent { window } => Reply { spent: Some("ok".into()), window: Some(window), ..Reply::default() },
+                Spend::Spent { window } => Reply { spent: Some(Word::Ok), window: Some(window), ..Reply::default() },
                 Spend::Over { used, resets_in } => {
-                    Reply { spent: Some("over".into()), used: Some(used), wait_ms: resets_in.map(wait_ms), exact_wait: resets_in, ..Reply::default() }
+                    Reply { spent: Some(Word::Over), used: Some(used), wait_ms: resets_in.map(wait_ms), exact_wait: resets_in, ..Reply::default() }
                 }
             },
             Op::Unspend { key, amount, window } => {

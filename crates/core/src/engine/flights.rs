@@ -217,12 +217,13 @@ impl Engine {
         if !resumed.runs() {
             return;
         }
-        let name = slot.tool().spec.name.clone();
+        let tool = slot.tool().clone();
+        let name = tool.spec.name.as_str();
         *resumed = match found {
             Found::Failed(e) => {
                 slot.marks.push(mark("cache", "unavailable"));
                 if !polled {
-                    counters_of(&mut self.counters, &name).cache_misses += 1;
+                    counters_of(&mut self.counters, name).cache_misses += 1;
                 }
                 let fail = self.on_error().cache;
                 self.store_failed(slot, fail, "cache", &e)
@@ -234,7 +235,7 @@ impl Engine {
             Found::Miss => {
                 let held = matches!(lease, Lease::Held(_));
                 if !polled {
-                    counters_of(&mut self.counters, &name).cache_misses += 1;
+                    counters_of(&mut self.counters, name).cache_misses += 1;
                     if lookup.flight.is_some() {
                         slot.marks.push(mark("cache", "miss"));
                     }
@@ -254,7 +255,7 @@ impl Engine {
         };
         // A call that joins runs in its turn's schedule like any call, but when handed out it waits for the flight.
         if let (true, None) = (resumed.runs(), lookup.flight) {
-            self.join_or_lead(lookup.key.clone(), &name, at).assign(slot);
+            self.join_or_lead(lookup.key.clone(), name, at).assign(slot);
         }
     }
 

@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use toolgate_core::ops::Reply;
+use toolgate_core::ops::{Reply, Word};
 use toolgate_core::shared::Op;
 use toolgate_core::store::{MemoryLimits, MemoryStore, Store};
 use toolgate_core::EngineOptions;
@@ -139,11 +139,11 @@ impl Server {
                 match self.leases.get(&*key).filter(|(holder, until)| *until > now && *holder != owner) {
                     Some((_, until)) => {
                         let left = until.saturating_duration_since(now).as_millis() as f64;
-                        Reply { lease: Some("held".into()), lease_left_ms: Some(left), ..Reply::default() }
+                        Reply { lease: Some(Word::Held), lease_left_ms: Some(left), ..Reply::default() }
                     }
                     None => {
                         self.leases.insert(key.into_owned(), (owner.into_owned(), now + Duration::from_millis(lease_ms)));
-                        Reply { lease: Some("taken".into()), ..Reply::default() }
+                        Reply { lease: Some(Word::Taken), ..Reply::default() }
                     }
                 }
             }
