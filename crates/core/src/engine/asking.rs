@@ -160,7 +160,7 @@ impl Engine {
         if let Some(lookup) = &plan.lookup {
             // A lookup's lease covers the waits for tokens the call may make once it leads.
             let lease = lookup.flight.map(|flight| (self.lease_owner(flight), lease_ms(tool, self.waits_ms(at, now))));
-            ops.push(cache::lookup(lookup.key.clone(), lease));
+            ops.push(cache::lookup(lookup.key.as_str(), lease));
         }
         ops.extend(plan.spends.iter().map(|spending| spending.op(ttl_ms)));
         ops.extend(plan.breaker.then(|| admit_op(tool)).flatten());
@@ -190,7 +190,6 @@ impl Engine {
     fn resume(&mut self, at: At, plan: &Plan, mut replies: Replies, now: Instant, step: &mut Step) -> Resumption {
         let mut slot = self.lift(at);
         slot.pending = None;
-        let tool = slot.tool().clone();
         let ttl_ms = self.options.dedup.session_ttl_ms;
         // A look again of a call waiting on another process: its miss was counted and marked the first time.
         let polled = slot.polling.take();
@@ -212,6 +211,7 @@ impl Engine {
             }
         }
         if plan.breaker {
+            let tool = slot.tool().clone();
             if let Some(reply) = self.reply(&mut replies, !resumed.runs(), || admit_op(&tool), now) {
                 self.breaker_answered(&mut slot, &reply, &mut resumed, now, step);
             }
