@@ -6,32 +6,15 @@
 // a warning, since it is a release's engine, not this checkout's; with neither, it stops and says what to install.
 
 const { spawnSync } = require('node:child_process')
-const fs = require('node:fs')
 const path = require('node:path')
 const { hostPlatform } = require('../lib/platform.js')
+const { isBuilt } = require('./built.js')
 
 const ROOT = path.resolve(__dirname, '..')
-const SOURCES = ['src', 'crates', 'build.rs', 'Cargo.toml', 'Cargo.lock']
 const HOST = hostPlatform().name
 
 if (process.env.npm_command === 'pack' || process.env.npm_command === 'publish') process.exit(0)
-
-/** The newest modification time among the Rust sources, in ms (0 when there are none). */
-function newestSource() {
-  let newest = 0
-  const visit = (file) => {
-    const stat = fs.statSync(file, { throwIfNoEntry: false })
-    if (!stat) return
-    if (stat.isDirectory()) {
-      for (const entry of fs.readdirSync(file)) if (entry !== 'target') visit(path.join(file, entry))
-    } else newest = Math.max(newest, stat.mtimeMs)
-  }
-  for (const source of SOURCES) visit(path.join(ROOT, source))
-  return newest
-}
-
-const local = fs.statSync(path.join(ROOT, `toolgate.${HOST}.node`), { throwIfNoEntry: false })
-if (local && local.mtimeMs >= newestSource()) process.exit(0)
+if (isBuilt()) process.exit(0)
 
 const hasCargo = !spawnSync('cargo', ['--version'], { stdio: 'ignore' }).error
 if (!hasCargo) {
