@@ -1,7 +1,7 @@
 'use strict'
 // Command tools as the programmer declares them: the spec read and checked, each call's invocation (argv or shell,
 // cwd, the whole environment, stdin) built from the tool's `command(args)`, and the job tools. The engine spawns,
-// reads and stops the processes (crates/core/src/command.rs).
+// reads and stops the processes (crates/core/src/command/).
 
 const { reprOf } = require('./describe.js')
 

@@ -1,7 +1,7 @@
 'use strict'
 // The executor. The engine (crates/core, through native.js) runs every station; this layer only runs the handlers
 // on the JS thread, turns what they return or throw into strings, and settles them with synchronous calls into the
-// engine. See ../shared/DESIGN.md, "The boundary".
+// engine. See ARCHITECTURE.md, "The boundary".
 
 const { Engine } = require('./native.js')
 const observe = require('./observe.js')
