@@ -8,7 +8,7 @@ const assert = require('node:assert/strict')
 const { createHash } = require('node:crypto')
 const Redis = require('ioredis')
 const { createClient, createCluster, RESP_TYPES } = require('redis')
-const { redisStore } = require('../lib/adapters/redis.js')
+const { redisStore } = require('../lib/stores/redis.js')
 const { startRedis, startCluster, assertRedisServer } = require('./redis/servers.js')
 
 assertRedisServer()

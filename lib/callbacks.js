@@ -2,7 +2,7 @@
 // The application's own functions (checks, the approval callback, rollbackWhen, listeners) called so that nothing
 // they do, throw or return can sink a call or the process.
 
-const { reprOf, textOf, clip } = require('./describe.js')
+const { reprOf, textOf, clip } = require('./engine/describe.js')
 
 /** Calls a host function; its exception becomes a rejection. */
 function callHost(fn) {

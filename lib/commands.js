@@ -3,7 +3,7 @@
 // cwd, the whole environment, stdin) built from the tool's `command(args)`, and the job tools. The engine spawns,
 // reads and stops the processes (crates/core/src/command/).
 
-const { reprOf } = require('./describe.js')
+const { reprOf } = require('./engine/describe.js')
 
 /** The keys of `registerCommand` that describe the process; the rest are a tool's. */
 const COMMAND_FIELDS = ['command', 'cwd', 'env', 'inheritEnv', 'killGraceMs', 'onTimeout', 'captureBytes', 'spillBytes', 'failOnExitCode', 'jobTimeoutMs']

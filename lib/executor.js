@@ -3,11 +3,11 @@
 // on the JS thread, turns what they return or throw into strings, and settles them with synchronous calls into the
 // engine. See ARCHITECTURE.md, "The boundary".
 
-const { Engine } = require('./native.js')
+const { Engine } = require('./engine/native.js')
 const observe = require('./observe.js')
 const { DEFINITION_FORMATS } = require('./formats.js')
-const { describeReturn, describeThrown, abortReasonText, errorAsData, jsonOf, textOf, reprOf } = require('./describe.js')
-const { argumentsOf, internalFailures, programmerError, policyJson, readResults, serializeCalls } = require('./wire.js')
+const { describeReturn, describeThrown, abortReasonText, errorAsData, jsonOf, textOf, reprOf } = require('./engine/describe.js')
+const { argumentsOf, internalFailures, programmerError, policyJson, readResults, serializeCalls } = require('./engine/wire.js')
 const { ENGINE_OPTIONS, LISTENER_OPTIONS, OBSERVER_OPTIONS, SPEC_FIELDS, TURN_OPTIONS, finiteNumbers, offAsOptions, pick, takeListeners, takeObservers } = require('./options.js')
 const { callHost, describeProblem, readApproval, judgeValue, callListener, warn } = require('./callbacks.js')
 const { toolSchema, validationResult } = require('./schemas.js')

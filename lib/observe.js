@@ -4,7 +4,7 @@
 // @opentelemetry/api) and, from the engine's counters, Prometheus text and a health report.
 
 const fs = require('node:fs')
-const { clip } = require('./describe.js')
+const { clip } = require('./engine/describe.js')
 
 /** Context fields an audit record carries when the execution context has them. */
 const AUDIT_IDS = ['agentId', 'sessionId', 'userId', 'tenantId']

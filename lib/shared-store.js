@@ -4,7 +4,7 @@
 // with the store's `timeoutMs`, so a store that never answers costs a call nothing but that time.
 
 const { describeProblem } = require('./callbacks.js')
-const { reprOf } = require('./describe.js')
+const { reprOf } = require('./engine/describe.js')
 const { setImmediate } = require('./timers.js')
 
 const STATIONS = ['cache', 'dedup', 'rateLimit', 'sessions', 'budget', 'breaker']

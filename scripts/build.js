@@ -8,7 +8,7 @@
 const { spawnSync } = require('node:child_process')
 const os = require('node:os')
 const path = require('node:path')
-const { hostPlatform, platformOf } = require('../lib/platform.js')
+const { hostPlatform, platformOf } = require('../lib/engine/platform.js')
 
 const ROOT = path.resolve(__dirname, '..')
 const extra = process.argv.slice(2)

@@ -4,7 +4,7 @@
 
 const fs = require('node:fs')
 const path = require('node:path')
-const { hostPlatform } = require('../lib/platform.js')
+const { hostPlatform } = require('../lib/engine/platform.js')
 
 const ROOT = path.resolve(__dirname, '..')
 const SOURCES = ['src', 'crates', 'build.rs', 'Cargo.toml', 'Cargo.lock']

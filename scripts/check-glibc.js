@@ -7,7 +7,7 @@
 const { spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const path = require('node:path')
-const { hostPlatform } = require('../lib/platform.js')
+const { hostPlatform } = require('../lib/engine/platform.js')
 
 const FLOOR = '2.17'
 const ROOT = path.resolve(__dirname, '..')

@@ -12,7 +12,7 @@ const { Worker } = require('node:worker_threads')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { hostPlatform } = require('../lib/platform.js')
+const { hostPlatform } = require('../lib/engine/platform.js')
 const { optionalDependencies } = require('./stage-release.js')
 
 const ROOT = path.resolve(__dirname, '..')

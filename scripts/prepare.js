@@ -7,7 +7,7 @@
 
 const { spawnSync } = require('node:child_process')
 const path = require('node:path')
-const { hostPlatform } = require('../lib/platform.js')
+const { hostPlatform } = require('../lib/engine/platform.js')
 const { isBuilt } = require('./built.js')
 
 const ROOT = path.resolve(__dirname, '..')

@@ -11,7 +11,7 @@
 const { spawnSync } = require('node:child_process')
 const fs = require('node:fs')
 const path = require('node:path')
-const { platformOf } = require('../lib/platform.js')
+const { platformOf } = require('../lib/engine/platform.js')
 
 const ROOT = path.resolve(__dirname, '..')
 const MANIFEST = path.join(ROOT, 'package.json')

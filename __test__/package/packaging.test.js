@@ -10,7 +10,7 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { checkPackage } = require('../../scripts/check-package.js')
 const { optionalDependencies } = require('../../scripts/stage-release.js')
-const { platformOf, hostPlatform } = require('../../lib/platform.js')
+const { platformOf, hostPlatform } = require('../../lib/engine/platform.js')
 
 const ROOT = path.resolve(__dirname, '..', '..')
 const pkg = require('../../package.json')
@@ -109,7 +109,7 @@ test('a binary that exists but does not load is named as such, not as missing', 
 })
 
 test('32-bit ARM Linux is named as the loader names it', () => {
-  const probe = "Object.defineProperty(process, 'arch', { value: 'arm' }); console.log(require('./lib/platform.js').hostPlatform().name)"
+  const probe = "Object.defineProperty(process, 'arch', { value: 'arm' }); console.log(require('./lib/engine/platform.js').hostPlatform().name)"
   assert.equal(spawnSync(process.execPath, ['-e', probe], { cwd: ROOT, encoding: 'utf8' }).stdout.trim(), 'linux-arm-gnueabihf')
 })
 

@@ -7,8 +7,8 @@
 
 const { createHash } = require('node:crypto')
 const { RetryableError } = require('../../index.js')
-const { clip, reprOf } = require('../describe.js')
-const { fenceUntrusted } = require('../native.js')
+const { clip, reprOf } = require('../engine/describe.js')
+const { fenceUntrusted } = require('../engine/native.js')
 // Taken at load: a test that fakes the global timers must not stall the mount's own timers.
 const { setTimeout, clearTimeout } = require('node:timers')
 const { MAX_TIMER_MS } = require('./mcp-limits.js')

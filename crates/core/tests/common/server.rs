@@ -1,5 +1,5 @@
 //! A store shared between processes, as the fake host's server: it answers the stations' operations as the Redis
-//! store's scripts do (lib/adapters/redis-scripts.js). Cache entries, buckets, budgets and breakers it leaves to the
+//! store's scripts do (lib/stores/redis-scripts.js). Cache entries, buckets, budgets and breakers it leaves to the
 //! memory store, which answers them alike; a session's hash (query counts, results kept for reuse, approvals
 //! remembered, the rollback count, with one expiry that writes prolong and a cap on its fields) and the leases of
 //! single flight across processes it keeps as the scripts do.

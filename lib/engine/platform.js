@@ -4,7 +4,7 @@
 // get one.
 
 const fs = require('node:fs')
-const { napi, version } = require('../package.json')
+const { napi, version } = require('../../package.json')
 
 const ARCH = { x86_64: 'x64', aarch64: 'arm64' }
 

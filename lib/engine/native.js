@@ -5,7 +5,7 @@
 // exists and how to get a binary.
 
 try {
-  module.exports = require('../binding.js')
+  module.exports = require('../../binding.js')
 } catch (error) {
   // Only on failure: loading the platform tables costs every successful start a read of package.json.
   throw require('./platform.js').missingBinaryError(error)
