@@ -1,8 +1,8 @@
 'use strict'
 // Type-checks every ```ts block of README.md as written, under `strict`: each block becomes a module of its own in
-// __test__/types/readme/blocks (made fresh on every run, not committed), with the names a block uses but does not
-// declare (the executor, the model's messages, a provider client) declared once in prelude.d.ts. A README edit that
-// breaks typing fails `npm test`.
+// a folder of __test__/types/readme/blocks made for the run (not committed; runs side by side do not meet), with
+// the names a block uses but does not declare (the executor, the model's messages, a provider client) declared once
+// in prelude.d.ts. A README edit that breaks typing fails `npm test`.
 
 const { spawnSync } = require('node:child_process')
 const fs = require('node:fs')
@@ -32,18 +32,25 @@ function tsBlocks(markdown, name = 'README.md') {
 function main() {
   const file = process.argv[2] ?? path.join(ROOT, 'README.md')
   const blocks = tsBlocks(fs.readFileSync(file, 'utf8'), path.basename(file))
-  fs.rmSync(BLOCKS, { recursive: true, force: true })
   fs.mkdirSync(BLOCKS, { recursive: true })
-  for (const { line, code } of blocks) {
-    // `export {}` makes every block a module: its own declarations shadow the prelude's, and top-level await works.
-    fs.writeFileSync(path.join(BLOCKS, `line-${String(line).padStart(4, '0')}.mts`), `${code}\nexport {}\n`)
+  const run = fs.mkdtempSync(path.join(BLOCKS, 'run-'))
+  let tsc
+  try {
+    for (const { line, code } of blocks) {
+      // `export {}` makes every block a module: its own declarations shadow the prelude's, and top-level await works.
+      fs.writeFileSync(path.join(run, `line-${String(line).padStart(4, '0')}.mts`), `${code}\nexport {}\n`)
+    }
+    const config = { extends: '../../tsconfig.json', files: ['../../prelude.d.ts'], include: ['*.mts'] }
+    fs.writeFileSync(path.join(run, 'tsconfig.json'), JSON.stringify(config))
+    const bin = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc')
+    tsc = spawnSync(process.execPath, [bin, '-p', run], { cwd: ROOT, encoding: 'utf8' })
+  } finally {
+    fs.rmSync(run, { recursive: true, force: true })
   }
-  const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc')
-  const run = spawnSync(process.execPath, [tsc, '-p', PROJECT], { cwd: ROOT, encoding: 'utf8' })
   // tsc names a block by its file: line-0043.mts:5 is README.md line 43 + 5 - 1.
-  const out = (run.stdout + run.stderr).replace(/__test__\/types\/readme\/blocks\/line-0*(\d+)\.mts\((\d+),(\d+)\)/g,
+  const out = (tsc.stdout + tsc.stderr).replace(/__test__\/types\/readme\/blocks\/run-\w+\/line-0*(\d+)\.mts\((\d+),(\d+)\)/g,
     (_, start, row, col) => `${path.basename(file)}:${Number(start) + Number(row) - 1}:${col}`)
-  if (run.status !== 0) {
+  if (tsc.status !== 0) {
     process.stderr.write(out)
     console.error(`check-readme: the TypeScript examples of ${path.basename(file)} do not type-check (${blocks.length} blocks)`)
     process.exit(1)
