@@ -11,8 +11,12 @@ const path = require('node:path')
 const { isBuilt } = require('./built.js')
 
 const ROOT = path.resolve(__dirname, '..')
-const bin = (name) => path.join(ROOT, 'node_modules', '.bin', name)
 const node = (...args) => [process.execPath, ...args]
+/** A dev dependency's command, run by this node from its own script: no shell, the same on every platform. */
+const bin = (pkg) => {
+  const { bin: entries } = require(path.join(ROOT, 'node_modules', pkg, 'package.json'))
+  return node(path.join(ROOT, 'node_modules', pkg, typeof entries === 'string' ? entries : entries[pkg === 'typescript' ? 'tsc' : pkg]))
+}
 
 /** Each part: the commands it runs, in order. */
 const PARTS = {
@@ -21,11 +25,11 @@ const PARTS = {
   node24: [node('scripts/test-node.js', 'node24')],
   rust: [['cargo', 'test', '--workspace'], node('scripts/check-core-imports.js')],
   runners: [
-    [bin('vitest'), 'run', '--root', 'examples/vitest'],
-    [bin('vitest'), 'run', '--root', 'examples/vitest', '--config', 'vitest.forks.config.mjs'],
-    [bin('ava'), '--config', 'examples/ava/ava.config.mjs'],
+    [...bin('vitest'), 'run', '--root', 'examples/vitest'],
+    [...bin('vitest'), 'run', '--root', 'examples/vitest', '--config', 'vitest.forks.config.mjs'],
+    [...bin('ava'), '--config', 'examples/ava/ava.config.mjs'],
   ],
-  types: [[bin('tsc'), '-p', '__test__/types'], [bin('tsc'), '-p', '__test__/types/providers'], node('scripts/check-readme.js')],
+  types: [[...bin('typescript'), '-p', '__test__/types'], [...bin('typescript'), '-p', '__test__/types/providers'], node('scripts/check-readme.js')],
   package: [node('scripts/check-glibc.js'), node('scripts/lint-workflows.js'), node('--test', '__test__/package/')],
   node: [node('scripts/test-node.js')],
 }
@@ -47,24 +51,28 @@ if (!isBuilt()) {
   if (build.status !== 0) process.exit(build.status ?? 1)
 }
 
+/** A command as the output shows it: paths inside the repository relative to it, the node binary by its name. */
+function shown(command, args) {
+  const short = (arg) => (path.isAbsolute(arg) ? (arg.startsWith(ROOT) ? path.relative(ROOT, arg) : path.basename(arg)) : arg)
+  return [command, ...args].map(short).join(' ')
+}
+
 /** Runs a part's commands one after another; resolves with its output, whether it passed and how long it took. */
 async function runPart(name) {
   const started = Date.now()
   let output = ''
   for (const [command, ...args] of PARTS[name]) {
-    const shown = command.startsWith(ROOT) ? path.relative(ROOT, command) : path.basename(command)
-    output += `\n$ ${[shown, ...args].join(' ')}\n`
+    output += `\n$ ${shown(command, args)}\n`
     const status = await new Promise((resolve) => {
       const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, FORCE_COLOR: '0' } })
-      child.stdout.on('data', (chunk) => (output += chunk))
-      child.stderr.on('data', (chunk) => (output += chunk))
-      child.on('error', (error) => {
-        output += `${error.message}\n`
-        resolve(1)
-      })
-      child.on('close', (code, signal) => resolve(signal ? `${signal}` : code))
+      for (const stream of [child.stdout, child.stderr]) {
+        stream.setEncoding('utf8')
+        stream.on('data', (chunk) => (output += chunk))
+      }
+      child.on('error', (error) => resolve(`not started (${error.message})`))
+      child.on('close', (code, signal) => resolve(signal ? `killed by ${signal}` : code))
     })
-    if (status !== 0) return { name, output, passed: false, ms: Date.now() - started, why: `${path.basename(command)} exited with ${status}` }
+    if (status !== 0) return { name, output, passed: false, ms: Date.now() - started, why: `${shown(command, args)}: ${typeof status === 'number' ? `exited with ${status}` : status}` }
   }
   return { name, output, passed: true, ms: Date.now() - started }
 }
@@ -75,7 +83,12 @@ async function main() {
   if (queue.length === 1) {
     for (const [command, ...args] of PARTS[queue[0]]) {
       const run = spawnSync(command, args, { cwd: ROOT, stdio: 'inherit' })
-      if (run.status !== 0) process.exit(run.status ?? 1)
+      if (run.error) console.error(`test: ${shown(command, args)} was not started (${run.error.message})`)
+      else if (run.signal) console.error(`test: ${shown(command, args)} was killed by ${run.signal}`)
+      if (run.status !== 0) {
+        process.exitCode = run.status || 1
+        return
+      }
     }
     return
   }
@@ -91,7 +104,8 @@ async function main() {
   await Promise.all(Array.from({ length: JOBS }, worker))
   console.log(`\n# npm test: ${((Date.now() - started) / 1000).toFixed(1)} s`)
   for (const r of results) console.log(`#   ${r.name.padEnd(8)} ${r.passed ? 'passed' : 'FAILED'} ${(r.ms / 1000).toFixed(1)} s${r.why ? ` (${r.why})` : ''}`)
-  if (results.some((r) => !r.passed)) process.exit(1)
+  // Not process.exit: output still queued for a pipe would be lost.
+  if (results.some((r) => !r.passed)) process.exitCode = 1
 }
 
 main()
