@@ -11,6 +11,9 @@ const { lookUntil } = require('./lifecycle.js')
 /** The most characters `read_artifact` returns per call (the engine's cap), and room for its header. */
 const ARTIFACT_PAGE_CHARS = 20_000
 
+/** The maps the registry keeps per tool name. */
+const PER_TOOL = ['handlers', 'judges', 'checks', 'costs', 'validations', 'outputValidations', 'prunes']
+
 class Registry {
   handlers = new Map()
   /** `rollbackWhen` functions, by tool name: they judge a handler's value in JS, the engine counts the flags. */
@@ -56,24 +59,21 @@ class Registry {
     if (output?.validate) fields.outputCheck = true
     if (command) fields.command = command
     const json = JSON.stringify(fields, finiteNumbers(`tool "${spec.name}"`, ['parameters', 'outputSchema', 'validationSchema']))
-    return { json, kept: [handler, judge, check, cost, parameters?.validate, output?.validate, parameters?.prune] }
+    const kept = { handlers: handler, judges: judge, checks: check, costs: cost, validations: parameters?.validate, outputValidations: output?.validate, prunes: parameters?.prune }
+    return { json, kept }
   }
 
-  /** Keeps what `read` found of a tool the engine registered, in place of what an earlier one of that name left. */
+  /** Keeps what `read` found of a tool the engine registered (by the map it goes in), in place of what an earlier
+   * one of that name left. */
   keep(name, kept) {
-    this.#perTool().forEach((map, i) => {
-      if (kept[i]) map.set(name, kept[i])
-      else map.delete(name)
-    })
+    for (const map of PER_TOOL) {
+      if (kept[map]) this[map].set(name, kept[map])
+      else this[map].delete(name)
+    }
   }
 
   remove(name) {
-    for (const map of this.#perTool()) map.delete(name)
-  }
-
-  /** The maps kept per tool name, in the order `read` lists their functions. */
-  #perTool() {
-    return [this.handlers, this.judges, this.checks, this.costs, this.validations, this.outputValidations, this.prunes]
+    this.keep(name, {})
   }
 
   /** The arguments with the keys a zod schema strips dropped, for a tool whose zod validation is skipped. */
