@@ -43,7 +43,7 @@ pub mod timer;
 pub(crate) mod tool;
 pub mod validate;
 
-pub use engine::{Alarm, Engine, HostAnswer, HostKind, HostRequest, Shaped, Shaping, Start, Step};
+pub use engine::{Alarm, Engine, Abort, HostAnswer, HostKind, HostRequest, Shaped, Shaping, Start, Step};
 pub use normalize::Outcome;
 pub use options::{EngineOptions, ToolSpec, TurnOptions};
 pub use retry::RetryPolicy;

@@ -10,6 +10,8 @@ use crate::text;
 /// How much of stderr the model sees next to stdout; all of it stays in metadata.
 const STDERR_SUMMARY_CHARS: usize = 500;
 
+include!("generated/normalize.rs");
+
 /// A handler's settlement as the JS layer describes it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
@@ -35,32 +37,34 @@ pub enum Outcome {
 
 impl Outcome {
     pub fn from_parts(kind: &str, payload: String) -> Result<Self, String> {
-        Ok(match kind {
-            "text" => Outcome::Text(payload),
-            "json" => Outcome::Json(payload),
-            "none" => Outcome::Nothing,
-            "thrown" => Outcome::Thrown(payload),
-            "unrepresentable" => Outcome::Unrepresentable(payload),
+        Ok(match kind.parse::<SettlementKind>() {
+            Ok(SettlementKind::Text) => Outcome::Text(payload),
+            Ok(SettlementKind::Json) => Outcome::Json(payload),
+            Ok(SettlementKind::None) => Outcome::Nothing,
+            Ok(SettlementKind::Thrown) => Outcome::Thrown(payload),
+            Ok(SettlementKind::Unrepresentable) => Outcome::Unrepresentable(payload),
+            Ok(SettlementKind::Command) => Outcome::CommandEnded,
             // Read as leniently as everything else from JS: a library's message may quote half a surrogate pair.
-            "command" => Outcome::CommandEnded,
-            "mismatch" => Outcome::Mismatch(json::from_str_mended(&payload).map(|(issues, _)| issues).map_err(|e| format!("a mismatch's issues: {e}"))?),
-            other => return Err(format!("unknown outcome kind \"{other}\"")),
+            Ok(SettlementKind::Mismatch) => Outcome::Mismatch(json::from_str_mended(&payload).map(|(issues, _)| issues).map_err(|e| format!("a mismatch's issues: {e}"))?),
+            Ok(SettlementKind::Binary) => return Err("a binary outcome crosses as bytes, not text".into()),
+            Err(()) => return Err(format!("unknown outcome kind \"{kind}\"")),
         })
     }
 
-    /// Settlements packed as the host sends them: for each, in `heads`, its run and the lengths of its kind and of
-    /// its payload in UTF-16 units (as JS counts them); in `text`, each kind followed by its payload, in order.
+    /// Settlements packed as the host sends them: for each, a `SettlementHead` in `heads`; in `text`, each kind
+    /// followed by its payload, in order.
     pub fn unpack(heads: &[u32], text: &str) -> Result<Vec<(u32, Outcome)>, String> {
-        if !heads.len().is_multiple_of(3) {
-            return Err(format!("settlements: {} heads, not three per settlement", heads.len()));
+        if !heads.len().is_multiple_of(SettlementHead::LEN) {
+            return Err(format!("settlements: {} heads, not {} per settlement", heads.len(), SettlementHead::LEN_WORD));
         }
         let mut rest = text;
         let outcomes = heads
-            .chunks_exact(3)
+            .chunks_exact(SettlementHead::LEN)
             .map(|head| {
-                let kind = take_utf16(&mut rest, head[1])?;
-                let payload = take_utf16(&mut rest, head[2])?;
-                Ok((head[0], Self::from_parts(kind, payload.to_owned())?))
+                let head = SettlementHead::read(head);
+                let kind = take_utf16(&mut rest, head.kind_length)?;
+                let payload = take_utf16(&mut rest, head.payload_length)?;
+                Ok((head.run, Self::from_parts(kind, payload.to_owned())?))
             })
             .collect::<Result<Vec<_>, String>>()?;
         if !rest.is_empty() {
@@ -71,7 +75,7 @@ impl Outcome {
 
     /// An outcome that crossed as bytes: binary data, or text and JSON as UTF-8 (the cheap way for large values).
     pub fn from_bytes(kind: &str, bytes: Vec<u8>) -> Result<Self, String> {
-        if kind == "binary" {
+        if kind.parse() == Ok(SettlementKind::Binary) {
             return Ok(Outcome::Binary(bytes));
         }
         let text = String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());

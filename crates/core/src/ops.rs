@@ -8,106 +8,13 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 /// A key, session or field of an operation: borrowed from the call while the memory store answers it at once, owned
 /// once it goes out in a ticket.
 pub type Text<'a> = Cow<'a, str>;
 
-/// One operation, as the host's store adapter reads it (`{op: 'take', key, …}`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "op", rename_all = "camelCase", rename_all_fields = "camelCase")]
-pub enum Op<'a> {
-    /// Counts a query in a session (when `key` is given) and reads what the session keeps for it.
-    Count { session: Text<'a>, key: Option<Text<'a>>, ttl_ms: u64, refuse: bool, reuse: bool, rollbacks: bool },
-    Remembered { session: Text<'a>, field: Text<'a> },
-    /// A cached entry, or (with an owner) the lease to compute it.
-    Lookup { key: Text<'a>, owner: Option<Text<'a>>, lease_ms: Option<u64> },
-    Take { key: Text<'a>, capacity: f64, refill_per_sec: f64, max_wait_ms: f64 },
-    /// Gives back a token (the bucket's shape, as its take said it).
-    Refund { key: Text<'a>, capacity: f64, refill_per_sec: f64 },
-    Put { key: Text<'a>, value: Arc<str>, ttl_ms: u64, owner: Option<Text<'a>> },
-    Release { key: Text<'a>, owner: Text<'a> },
-    Uncount { session: Text<'a>, key: Text<'a> },
-    Keep { session: Text<'a>, key: Text<'a>, value: Arc<str>, ttl_ms: u64 },
-    Remember { session: Text<'a>, field: Text<'a>, ttl_ms: u64 },
-    /// A judged result: a flag adds one to the session's consecutive rollbacks, no flag ends the run.
-    Rollbacks { session: Text<'a>, flagged: bool, ttl_ms: u64 },
-    /// Adds `amount` to a budget counter unless that passes `limit`; a counter with a window starts over with each.
-    Spend { key: Text<'a>, amount: f64, limit: f64, ttl_ms: u64, window_ms: Option<u64> },
-    /// Gives back a spending of a call that never ran, in the window it was made in.
-    Unspend { key: Text<'a>, amount: f64, window: u64 },
-    /// Lets an attempt through a breaker the process does not know to be closed: counted, a trial, or refused.
-    BreakerAdmit { key: Text<'a>, half_open_calls: u32, trial_wait_ms: u64, ttl_ms: u64 },
-    /// How an admitted attempt ended (`admission`: `counted` or `trial`, of `generation`).
-    BreakerRecord {
-        key: Text<'a>,
-        admission: &'static str,
-        generation: u64,
-        outcome: &'static str,
-        failure_rate: f64,
-        min_calls: u32,
-        window_ms: u64,
-        open_ms: u64,
-        half_open_calls: u32,
-        ttl_ms: u64,
-    },
-}
-
-/// A word of a reply (`now`, `counted`, `half_open`…). One no store says (a shared store's garbage) reads as
-/// `Unknown`, which no station takes for an answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Word {
-    Now,
-    After,
-    Refused,
-    Ok,
-    Over,
-    Counted,
-    Trial,
-    Closed,
-    Open,
-    HalfOpen,
-    Taken,
-    Held,
-    #[serde(other)]
-    Unknown,
-}
-
-/// One operation's answer; which fields are set depends on the operation.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Reply {
-    pub error: Option<String>,
-    pub earlier: Option<u64>,
-    pub reused: Option<Arc<str>>,
-    pub rollbacks: Option<u32>,
-    pub remembered: Option<bool>,
-    pub value: Option<Arc<str>>,
-    pub lease: Option<Word>,
-    pub lease_left_ms: Option<f64>,
-    pub take: Option<Word>,
-    /// A token's wait, a breaker's time until it may be tried, a budget window's time until it starts over.
-    pub wait_ms: Option<f64>,
-    /// A spending: `ok` or `over`, how much was used (after, or before when over), and its window.
-    pub spent: Option<Word>,
-    pub used: Option<f64>,
-    pub window: Option<u64>,
-    /// A breaker: `counted`, `trial` or `refused`, the generation of a trial, the phase after the operation, and
-    /// the phase it left when the operation changed it (with the counts that opened it).
-    pub admit: Option<Word>,
-    pub generation: Option<u64>,
-    pub phase: Option<Word>,
-    pub from: Option<Word>,
-    pub calls: Option<u32>,
-    pub failures: Option<u32>,
-    /// The wait as this process's memory store worked it out: exact, and never garbage, so a reader takes it as it
-    /// is. A shared store's answer says its wait in `wait_ms` alone, which a reader bounds.
-    #[serde(skip)]
-    pub exact_wait: Option<Duration>,
-}
+include!("generated/ops.rs");
 
 impl Reply {
     pub fn failed(why: &str) -> Self {

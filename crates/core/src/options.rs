@@ -312,3 +312,51 @@ impl TurnOptions {
         Ok(options)
     }
 }
+
+include!("generated/options.rs");
+
+/// Fails unless `T` reads exactly the keys declared for it (the programmer's and those the JS layer sets).
+#[cfg(test)]
+fn assert_declared<T: serde::de::DeserializeOwned>(keys: &[&str], host_set: &[&str]) {
+    let mut declared: Vec<&str> = keys.iter().chain(host_set).copied().collect();
+    declared.sort_unstable();
+    assert_eq!(serde_fields::<T>(), declared, "{} reads other keys than crates/core/wire.json declares", std::any::type_name::<T>());
+}
+
+/// The fields a struct's `Deserialize` reads, sorted: what serde tells a deserializer that asks for a struct.
+#[cfg(test)]
+fn serde_fields<T: serde::de::DeserializeOwned>() -> Vec<&'static str> {
+    use serde::de::{self, Deserializer, Visitor};
+    struct Fields(Vec<&'static str>);
+    #[derive(Debug)]
+    struct Found;
+    impl std::fmt::Display for Found {
+        fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("fields found")
+        }
+    }
+    impl std::error::Error for Found {}
+    impl de::Error for Found {
+        fn custom<M: std::fmt::Display>(_: M) -> Self {
+            Found
+        }
+    }
+    impl<'de> Deserializer<'de> for &mut Fields {
+        type Error = Found;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Found> {
+            Err(Found)
+        }
+        fn deserialize_struct<V: Visitor<'de>>(self, _: &'static str, fields: &'static [&'static str], _: V) -> Result<V::Value, Found> {
+            self.0.extend(fields);
+            Err(Found)
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit unit_struct
+            newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+        }
+    }
+    let mut fields = Fields(Vec::new());
+    let _ = T::deserialize(&mut fields);
+    fields.0.sort_unstable();
+    fields.0
+}

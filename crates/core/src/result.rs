@@ -403,14 +403,7 @@ pub fn failure_output(kind: ErrorKind, error: &str) -> String {
     format!("Error ({}): {}", kind.as_str(), error)
 }
 
-/// Flags of a result in its wire form (see `results_to_wire`).
-const SUCCESS: u8 = 1;
-const RETRYABLE: u8 = 2;
-const CACHED: u8 = 4;
-const TRUNCATED: u8 = 8;
-const STRUCTURED: u8 = 16;
-/// The output is the text the host sent for the call: it does not cross again.
-const AS_SENT: u8 = 32;
+include!("generated/result.rs");
 
 impl ToolResult {
     /// True when the result carries only the fields most results have, so it can cross as a plain array.
@@ -523,10 +516,8 @@ impl StageTable {
 /// A turn's results as the JS layer reads them: the first string is a JSON array whose first entry lists the stage
 /// sequences new to the host's table (in id order) and whose other entries are the results, one each; the rest of
 /// the strings are the outputs of its plain successes, in order, but for those whose output is the text their
-/// handler sent (flag `AS_SENT`), which the host still holds. A plain success's entry is an array of its other
-/// values, `[callId, name, flags, latencyMs, attempts, stages, startedAt, queuedMs, structured, redactions, timings,
-/// starts]`
-/// (absent values as null; stages as an id in the table, or in full), because V8 parses arrays of values several
+/// handler sent (flag `AS_SENT`), which the host still holds. A plain success's entry is a `ResultRow` (declared in
+/// wire.json: an array of its other values, absent ones as null), because V8 parses arrays of values several
 /// times faster than objects with keys, and its output crosses as a string of its own, neither escaped into JSON nor
 /// scanned out of it. Any other result is its whole object.
 pub fn results_to_wire<R: BorrowMut<ToolResult>>(results: Vec<R>, table: &mut StageTable) -> Vec<String> {
@@ -543,12 +534,12 @@ pub fn results_to_wire<R: BorrowMut<ToolResult>>(results: Vec<R>, table: &mut St
         let m = &r.metadata;
         let as_sent = m.sent.as_deref() == Some(r.output.as_str());
         let flags = [
-            (r.success, SUCCESS),
-            (r.retryable, RETRYABLE),
-            (r.cached, CACHED),
-            (r.truncated, TRUNCATED),
-            (m.structured.is_some(), STRUCTURED),
-            (as_sent, AS_SENT),
+            (r.success, result_flag::SUCCESS),
+            (r.retryable, result_flag::RETRYABLE),
+            (r.cached, result_flag::CACHED),
+            (r.truncated, result_flag::TRUNCATED),
+            (m.structured.is_some(), result_flag::STRUCTURED),
+            (as_sent, result_flag::AS_SENT),
         ]
         .iter()
         .fold(0, |acc, &(on, bit)| if on { acc | bit } else { acc });
@@ -561,7 +552,20 @@ pub fn results_to_wire<R: BorrowMut<ToolResult>>(results: Vec<R>, table: &mut St
             }
             None => Stages::Inline(&m.stages),
         };
-        let row = (&r.call_id, &r.name, flags, r.latency_ms, r.attempts, stages, m.started_at, m.queued_ms, &m.structured, &m.redactions, &m.timings, &m.starts);
+        let row = ResultRow {
+            call_id: &r.call_id,
+            name: &r.name,
+            flags,
+            latency_ms: r.latency_ms,
+            attempts: r.attempts,
+            stages,
+            started_at: m.started_at,
+            queued_ms: m.queued_ms,
+            structured: &m.structured,
+            redactions: &m.redactions,
+            timings: &m.timings,
+            starts: &m.starts,
+        };
         serde_json::to_writer(&mut rows, &row).expect("a result serializes");
         if !as_sent {
             wire.push(std::mem::take(&mut r.output));
@@ -616,6 +620,7 @@ mod tests {
     }
 
     use super::*;
+    use super::result_flag::*;
 
     fn plain() -> ToolResult {
         let mut r = ToolResult::success("c1".into(), "inc".into(), "2".into());

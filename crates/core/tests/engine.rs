@@ -4,7 +4,7 @@ mod common;
 
 use common::*;
 use serde_json::{json, Value};
-use toolgate_core::{DefinitionFormat, Engine, EngineOptions, ErrorKind, HostAnswer, HostKind, Outcome, Policy, Step, ToolSpec, TurnOptions};
+use toolgate_core::{Abort, DefinitionFormat, Engine, EngineOptions, ErrorKind, HostAnswer, HostKind, Outcome, Policy, Step, ToolSpec, TurnOptions};
 
 #[test]
 fn every_call_gets_one_result_in_input_order() {
@@ -173,7 +173,7 @@ fn a_run_the_host_had_not_started_is_cancelled_as_not_run() {
     let (first, second) = (step.start[0].run, step.start[1].run);
     // The first handler aborted the turn before the host reached the second start.
     let step = h.engine.cancel(turn, "aborted by the caller", &[second], h.now);
-    assert_eq!(step.abort, vec![(first, ErrorKind::Cancelled)]);
+    assert_eq!(step.abort, vec![Abort { run: first, kind: ErrorKind::Cancelled }]);
     assert_eq!(step.done, vec![turn]);
     h.done.extend(step.done);
     let results = h.results(turn);

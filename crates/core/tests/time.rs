@@ -262,13 +262,13 @@ fn a_settlement_past_its_deadline_is_a_timeout_and_a_late_settlement() {
     let blocked = h.now + std::time::Duration::from_millis(300);
     let step = h.engine.complete(runs[0], Outcome::Text("done".into()), blocked);
     assert_eq!(step.late.len(), 1);
-    assert_eq!((step.late[0].0, step.late[0].1, step.late[0].2), (runs[0], ErrorKind::Timeout, "resolved"));
-    assert!((step.late[0].3 - 200.0).abs() < 1.0, "{} ms past the deadline", step.late[0].3);
+    assert_eq!((step.late[0].run, step.late[0].ended_by, step.late[0].outcome), (runs[0], ErrorKind::Timeout, "resolved"));
+    assert!((step.late[0].after_ms - 200.0).abs() < 1.0, "{} ms past the deadline", step.late[0].after_ms);
     let reads: Vec<u32> = step.start.iter().map(|s| s.run).collect();
     assert_eq!(reads.len(), 2);
     let later = blocked + std::time::Duration::from_millis(80);
     let step = h.engine.complete(reads[0], Outcome::Thrown(json!({"message": "x"}).to_string()), later);
-    assert_eq!((step.late[0].1, step.late[0].2), (ErrorKind::IdleTimeout, "rejected"), "the idle limit passed first");
+    assert_eq!((step.late[0].ended_by, step.late[0].outcome), (ErrorKind::IdleTimeout, "rejected"), "the idle limit passed first");
     let step = h.engine.complete(reads[1], Outcome::Text("in time".into()), later);
     h.apply(step);
     let results = h.results(turn);

@@ -8,7 +8,7 @@ use crate::{invoke, ratelimit};
 
 use super::{Engine, Alarm, mark};
 use super::call::At;
-use super::wire::Step;
+use super::wire::{Abort, Step};
 use super::counters::counters_of;
 
 #[derive(Clone, Copy)]
@@ -120,7 +120,7 @@ impl Engine {
             };
             let kind = result.error_kind.expect("an early end is a failure");
             if was_running {
-                step.abort.push((run, kind));
+                step.abort.push(Abort { run, kind });
             }
             if kind == ErrorKind::Timeout {
                 counters_of(&mut self.counters, &tool.spec.name).timeouts += 1;

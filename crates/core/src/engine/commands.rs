@@ -6,6 +6,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::wire::Progress;
 use super::{Engine, Step};
 use crate::artifacts::Origin;
 use crate::command::{Hub, Invocation, Launch, Redact, Save, Wake};
@@ -77,8 +78,8 @@ impl Engine {
 
     /// Commands of runs aborted in this step stop: their calls were answered without them.
     pub(super) fn stop_abandoned_commands(&self, step: &Step) {
-        for (run, _) in &step.abort {
-            self.commands.abandon(*run);
+        for abort in &step.abort {
+            self.commands.abandon(abort.run);
         }
     }
 
@@ -86,7 +87,7 @@ impl Engine {
     pub(super) fn command_news(&self, step: &mut Step) {
         let (ended, progress) = self.commands.take_news();
         step.commands.extend(ended);
-        step.progress.extend(progress);
+        step.progress.extend(progress.into_iter().map(|(run, line)| Progress { run, line }));
     }
 
     /// The commands and jobs, for the job tools, `close()` and the process's exit.

@@ -45,7 +45,7 @@ mod tickets;
 mod wire;
 pub use counters::ToolCounters;
 pub use settlement::{Shaped, Shaping};
-pub use wire::{HostAnswer, HostKind, HostRequest, Start, Step};
+pub use wire::{Abort, HostAnswer, HostKind, HostRequest, Late, Start, Step};
 use call::{At, Run, Turn, Turns};
 use cancellation::TurnEnd;
 use counters::tally;
@@ -373,7 +373,7 @@ impl Engine {
         }
         let outcome = if rejected { "rejected" } else { "resolved" };
         let kind = if matches!(alarm, Alarm::Idle(_)) { ErrorKind::IdleTimeout } else { ErrorKind::Timeout };
-        step.late.push((run, kind, outcome, millis(now.saturating_duration_since(at))));
+        step.late.push(Late { run, ended_by: kind, outcome, after_ms: millis(now.saturating_duration_since(at)) });
         self.drain(now, &mut step);
         Some(step)
     }

@@ -15,7 +15,7 @@ use crate::{invoke, retry};
 use super::asking::{Asked, Plan, Resumed};
 use super::call::{At, Reserved, Run, Slot};
 use super::counters::counters_of;
-use super::wire::{Start, Step};
+use super::wire::{Abort, Start, Step};
 use super::{mark, millis, Alarm, Engine};
 
 impl Engine {
@@ -223,7 +223,7 @@ impl Engine {
         };
         let kind = result.error_kind.expect("a timeout is a failure");
         slot.marks.push(mark("invoke", kind.as_str()));
-        step.abort.push((run, kind));
+        step.abort.push(Abort { run, kind });
         self.attempt_ended(r.at, Box::new(result), now, step);
     }
 

@@ -22,7 +22,7 @@ use crate::timer::after;
 use super::asking::{Plan, Replies};
 use super::call::{At, Slot};
 use super::counters::StoreStats;
-use super::wire::Step;
+use super::wire::{Step, StoreTicket};
 use super::{Alarm, Engine};
 
 pub(super) struct Shared {
@@ -36,7 +36,7 @@ pub(super) struct Shared {
     late: Bounded<u32, (Wait, Vec<bool>)>,
     /// Late answers that came while their call still ran: what they took goes back (or not) when it settles.
     held_answers: FxHashMap<u32, (Wait, Vec<Reply>)>,
-    outbox: Vec<(u32, Vec<Op<'static>>)>,
+    outbox: Vec<StoreTicket>,
     effects: Vec<Op<'static>>,
     /// This engine's name on the leases it takes (unique across processes and restarts).
     owner: String,
@@ -130,7 +130,7 @@ impl Engine {
         let due = after(now, Duration::from_millis(shared.options.timeout_ms));
         shared.stats.operations += ops.len() as u64;
         shared.waits.insert(ticket, (wait, due));
-        shared.outbox.push((ticket, ops));
+        shared.outbox.push(StoreTicket { ticket, ops });
         self.deadlines.arm(due, Alarm::Store(ticket));
         ticket
     }
@@ -330,6 +330,7 @@ mod tests {
     use crate::result::ErrorKind;
 
     use super::super::{Engine, Step};
+    use super::StoreTicket;
 
     /// An engine on a shared store that waits 50 ms for an answer, with a tool that asks for a count and a token.
     fn engine() -> Engine {
@@ -343,14 +344,14 @@ mod tests {
         let policy = Policy { fields: [("sessionId".to_string(), "s".to_string())].into_iter().collect(), ..Policy::default() };
         let mut step = engine.begin(r#"[{"name": "api"}]"#, &policy, &TurnOptions::default(), None, now).unwrap();
         assert_eq!(step.store.len(), 1, "one ticket for the call");
-        let (ticket, ops) = step.store.remove(0);
+        let StoreTicket { ticket, ops } = step.store.remove(0);
         (step.turn.unwrap(), ticket, ops)
     }
 
     /// Each ticket's operations, by the name they cross under.
     fn names(step: &Step) -> Vec<Vec<String>> {
         let name = |op: &Op| serde_json::to_value(op).unwrap()["op"].as_str().unwrap().to_string();
-        step.store.iter().map(|(_, ops)| ops.iter().map(name).collect()).collect()
+        step.store.iter().map(|t| t.ops.iter().map(name).collect()).collect()
     }
 
     fn pending(engine: &Engine) -> u64 {
@@ -387,7 +388,7 @@ mod tests {
         assert!(engine.answer_store(ticket, r#"[{"earlier": 0}, {"take": "now"}]"#, now).store.is_empty());
         let stats = engine.store_stats().unwrap();
         assert_eq!((stats["timeouts"].as_u64(), stats["errors"].as_u64(), stats["pending"].as_u64()), (Some(1), Some(2), Some(2)));
-        for (ticket, _) in uncount.store.iter().chain(&refund.store) {
+        for StoreTicket { ticket, .. } in uncount.store.iter().chain(&refund.store) {
             engine.answer_store(*ticket, "[{}]", now);
         }
         assert_eq!(pending(&engine), 0, "the give-backs were answered");

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use toolgate_core::{Engine, EngineOptions, HostAnswer, HostKind, HostRequest, Outcome, Policy, Start, Step, ToolResult, ToolSpec, TurnOptions};
+use toolgate_core::{Abort, Engine, EngineOptions, HostAnswer, HostKind, HostRequest, Outcome, Policy, Start, Step, ToolResult, ToolSpec, TurnOptions};
 
 /// What a fake handler does when started.
 #[derive(Clone)]
@@ -145,8 +145,8 @@ impl Host {
     /// as JS settles them on later microtasks.
     pub fn apply(&mut self, step: Step) {
         self.done.extend(&step.done);
-        self.store.extend(step.store);
-        for (run, _) in step.abort {
+        self.store.extend(step.store.into_iter().map(|t| (t.ticket, t.ops)));
+        for Abort { run, .. } in step.abort {
             if let Some(name) = self.running.remove(&run) {
                 self.log.push(("abort", name));
             }
