@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // The executor. The engine (crates/core, through engine/native.js) runs every station; this layer only runs the
 // handlers on the JS thread, turns what they return or throw into strings, and settles them with synchronous calls
@@ -10,6 +11,7 @@ const observe = require('./observe.js')
 const { DEFINITION_FORMATS } = require('./formats.js')
 const { abortReasonText, textOf } = require('./engine/describe.js')
 const { internalFailures, programmerError, policyJson, readResults, serializeCalls } = require('./engine/wire.js')
+const { readAbort, readHostRequest, readLate, readProgress, readStart, readStoreTicket } = require('./engine/wire.generated.js')
 const { ENGINE_OPTIONS, LISTENER_OPTIONS, OBSERVER_OPTIONS, TURN_OPTIONS, finiteNumbers, offAsOptions, pick, takeListeners, takeObservers } = require('./options.js')
 const { warn } = require('./callbacks.js')
 const { takeStore, runTickets } = require('./shared-store.js')
@@ -72,7 +74,7 @@ class ToolExecutor {
   /** The timer that calls the engine back at its next deadline (see `#armWake`). */
   #wakeTimer
 
-  /** @param {import('./index').ExecutorOptions} [options] */
+  /** @param {import('../index').ExecutorOptions} [options] */
   constructor(options = {}) {
     if (options === null || typeof options !== 'object') throw new TypeError('new ToolExecutor(options): options must be an object')
     const engineOptions = pick(options, [...ENGINE_OPTIONS, ...LISTENER_OPTIONS, ...OBSERVER_OPTIONS, 'clock', 'store'], 'ToolExecutor options')
@@ -404,7 +406,10 @@ class ToolExecutor {
     clearTimeout(this.#wakeTimer)
     if (this.#closed) return
     const executor = new WeakRef(this)
-    this.#wakeTimer = setTimeout(() => executor.deref()?.#wakeDriver(true), ms)
+    this.#wakeTimer = setTimeout(() => {
+      const alive = executor.deref()
+      if (alive !== undefined) alive.#wakeDriver(true)
+    }, ms)
     this.#wakeTimer.unref()
   }
 
@@ -460,25 +465,27 @@ class ToolExecutor {
     if (this.#runs.abandoned.size === 0 && this.#turns.size === 0) this.#onIdle?.()
   }
 
+  /** @param {import('./engine/wire.generated').Step} step */
   #applyStep(step) {
     if (step.wake !== undefined) this.#armWake(step.wake)
     // Runs handed out are known before any application code runs (an abort listener may cancel the turn).
-    if (step.start) for (const [run, turnId] of step.start) this.#runs.notStarted.set(run, turnId)
-    if (step.late) for (const late of step.late) this.#runs.overdue(late)
+    const starts = step.start?.map(readStart)
+    if (starts) for (const { run, turn } of starts) this.#runs.notStarted.set(run, turn)
+    if (step.late) for (const late of step.late) this.#runs.overdue(readLate(late))
     if (step.breaker) for (const change of step.breaker) this.#reporter.breaker(change)
-    if (step.host) for (const request of step.host) this.#host.ask(request)
+    if (step.host) for (const request of step.host) this.#host.ask(readHostRequest(request))
     if (step.store) {
-      const batch = runTickets(this.#store, step.store, (ticket, json) => this.#drive(() => this.#engine.answerStore(ticket, json)))
+      const batch = runTickets(this.#store, step.store.map(readStoreTicket), (ticket, json) => this.#drive(() => this.#engine.answerStore(ticket, json)))
       // Kept only up to a bound: a store whose batches never settle must not grow this set for ever.
       if (this.#storeBatches.size < MAX_STORE_BATCHES) {
         this.#storeBatches.add(batch)
         batch.finally(() => this.#storeBatches.delete(batch))
       }
     }
-    if (step.abort) for (const run of step.abort) this.#runs.abort(run)
-    if (step.progress) for (const [run, line] of step.progress) this.#runs.commandProgress(run, line)
+    if (step.abort) for (const abort of step.abort) this.#runs.abort(readAbort(abort))
+    if (step.progress) for (const progress of step.progress) this.#runs.commandProgress(readProgress(progress))
     if (step.commands) for (const run of step.commands) this.#runs.commandEnded(run)
-    if (step.start) for (const start of step.start) this.#runs.start(start)
+    if (starts) for (const start of starts) this.#runs.start(start)
     if (step.done) for (const turnId of step.done) this.#finish(turnId)
   }
 

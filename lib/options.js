@@ -1,23 +1,15 @@
+// @ts-check
 'use strict'
 // Executor, tool and turn options as the programmer writes them: unknown keys refused, the ones that can be turned
 // off written in the engine's "off" form, and the listeners and observers the JS layer keeps for itself.
 
 const observe = require('./observe.js')
+// The keys the engine reads are declared with the wire.
+const { ENGINE_OPTIONS, SPEC_FIELDS, TURN_OPTIONS } = require('./engine/wire.generated.js')
 
-const ENGINE_OPTIONS = [
-  'defaultTimeoutMs', 'maxTimeoutMs', 'concurrency', 'maxOutputChars', 'maxErrorChars', 'previewChars', 'retry', 'cache',
-  'dedup', 'rateLimit', 'redact', 'artifacts', 'repair', 'maxConsecutiveRollbacks', 'permissions', 'approvalTimeoutMs',
-  'checkTimeoutMs', 'trace', 'breaker', 'budget',
-]
 /** Executor options the JS layer keeps for itself: listeners and callbacks, and the observability sinks. */
 const LISTENER_OPTIONS = ['onProgress', 'onTrace', 'approve']
 const OBSERVER_OPTIONS = ['audit', 'otel']
-const SPEC_FIELDS = [
-  'name', 'description', 'parameters', 'readOnly', 'idempotent', 'timeoutMs', 'idleTimeoutMs', 'maxOutputChars',
-  'needsApproval', 'replace', 'retry', 'maxConcurrency', 'cache', 'dedup', 'rateLimit', 'untrusted', 'aliases',
-  'rollbackWhen', 'risk', 'check', 'pathWithin', 'urlHosts', 'outputSchema', 'origin', 'breaker', 'budget', 'cost',
-]
-const TURN_OPTIONS = ['deadlineMs', 'stopOnError']
 
 /** What `false` means for the options that can be turned off, in the form the engine reads. */
 const OFF = {

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // A store shared between processes (`redisStore` of toolgate/redis, or any object keeping its contract): the
 // executor hands it the operations the engine asks for and hands the replies back. The engine bounds every wait
@@ -29,19 +30,20 @@ function takeStore(options) {
   return { store, engine }
 }
 
-/** Runs one step's tickets (`[ticket, ops]`) as one batch, so that what a turn needs goes out together, and
+/** Runs one step's tickets (`{ ticket, ops }`) as one batch, so that what a turn needs goes out together, and
  * answers each ticket through `answer(ticket, json)` as its operations are answered. A store may tell each reply
  * as it comes (`onReply(index, reply)`, as redisStore does), so that a node that is down or slow delays only the
  * operations on it: a ticket whose operations are not all in by the next turn of the loop is answered with those
  * that are (`null` for the others) and again as the rest come. A store that throws or rejects fails every
- * operation not answered yet with its reason; nothing escapes. Resolves once every ticket is answered. */
+ * operation not answered yet with its reason; nothing escapes. Resolves once every ticket is answered.
+ * @param {import('./engine/wire.generated').StoreTicket[]} tickets */
 function runTickets(store, tickets, answer) {
   const ops = []
   // Per operation: its ticket's entry and its place there. Per ticket: the replies come and not sent yet (null for
   // none), how many those are, and how many operations are still out.
   const places = []
-  const entries = tickets.map(([ticket, ticketOps]) => ({ ticket, replies: ticketOps.map(() => null), unsent: 0, out: ticketOps.length }))
-  for (const [at, [, ticketOps]] of tickets.entries()) {
+  const entries = tickets.map(({ ticket, ops: ticketOps }) => ({ ticket, replies: ticketOps.map(() => null), unsent: 0, out: ticketOps.length }))
+  for (const [at, { ops: ticketOps }] of tickets.entries()) {
     for (const [place, op] of ticketOps.entries()) {
       ops.push(op)
       places.push([entries[at], place])

@@ -1,6 +1,9 @@
+// @ts-check
 'use strict'
 // Values from handlers and callbacks described in the engine's terms: a return value or a thrown value as an outcome
 // kind and payload, and any foreign value as text.
+
+const { SETTLEMENT_KIND } = require('./wire.generated.js')
 
 function bigintToString(_key, value) {
   return typeof value === 'bigint' ? value.toString() : value
@@ -12,7 +15,7 @@ function describeReturn(value) {
   try {
     return describeValue(value)
   } catch (err) {
-    return ['unrepresentable', unreadable(err)]
+    return [SETTLEMENT_KIND.unrepresentable, unreadable(err)]
   }
 }
 
@@ -22,29 +25,29 @@ function unreadable(err) {
 }
 
 function describeValue(value) {
-  if (typeof value === 'string') return ['text', value]
-  if (value === undefined || value === null) return ['none', '']
+  if (typeof value === 'string') return [SETTLEMENT_KIND.text, value]
+  if (value === undefined || value === null) return [SETTLEMENT_KIND.none, '']
   switch (typeof value) {
-    case 'bigint': return ['text', value.toString()]
-    case 'function': return ['unrepresentable', 'a function']
-    case 'symbol': return ['unrepresentable', `a symbol (${value.description ?? ''})`]
-    case 'number': if (!Number.isFinite(value)) return ['text', String(value)]
+    case 'bigint': return [SETTLEMENT_KIND.text, value.toString()]
+    case 'function': return [SETTLEMENT_KIND.unrepresentable, 'a function']
+    case 'symbol': return [SETTLEMENT_KIND.unrepresentable, `a symbol (${value.description ?? ''})`]
+    case 'number': if (!Number.isFinite(value)) return [SETTLEMENT_KIND.text, String(value)]
   }
-  if (ArrayBuffer.isView(value)) return ['binary', Buffer.from(value.buffer, value.byteOffset, value.byteLength)]
-  if (value instanceof ArrayBuffer) return ['binary', Buffer.from(value)]
+  if (ArrayBuffer.isView(value)) return [SETTLEMENT_KIND.binary, Buffer.from(value.buffer, value.byteOffset, value.byteLength)]
+  if (value instanceof ArrayBuffer) return [SETTLEMENT_KIND.binary, Buffer.from(value)]
   let json
   try {
     json = JSON.stringify(value)
   } catch (err) {
-    if (!(err instanceof TypeError) || !/BigInt/i.test(err.message)) return ['unrepresentable', unreadable(err)]
+    if (!(err instanceof TypeError) || !/BigInt/i.test(err.message)) return [SETTLEMENT_KIND.unrepresentable, unreadable(err)]
     json = JSON.stringify(value, bigintToString)
   }
   // A toJSON that returns undefined leaves nothing to show.
-  return json === undefined ? ['none', ''] : ['json', json]
+  return json === undefined ? [SETTLEMENT_KIND.none, ''] : [SETTLEMENT_KIND.json, json]
 }
 
-/** A thrown value → ['thrown', JSON the engine reads]; name and message for the model, the rest for metadata. Each
- * field is read on its own: an Error whose `response` getter throws still has its message. */
+/** A thrown value → [SETTLEMENT_KIND.thrown, JSON the engine reads]; name and message for the model, the rest for
+ * metadata. Each field is read on its own: an Error whose `response` getter throws still has its message. */
 function describeThrown(err) {
   try {
     if (err instanceof Error || (err && typeof err === 'object' && typeof err.message === 'string')) {
@@ -58,7 +61,7 @@ function describeThrown(err) {
       const [name, message, stack, code, retryable] = [read(() => err.name), read(() => err.message), read(() => err.stack), read(() => err.code), read(() => err.retryable)]
       const status = [read(() => err.status), read(() => err.statusCode), read(() => err.response?.status)].find((v) => Number.isInteger(v))
       const causeCode = read(() => err.cause?.code)
-      return ['thrown', JSON.stringify({
+      return [SETTLEMENT_KIND.thrown, JSON.stringify({
         name: typeof name === 'string' ? name : 'Error',
         message: typeof message === 'string' ? message : reprOf(message),
         stack: typeof stack === 'string' ? stack : undefined,
@@ -69,9 +72,9 @@ function describeThrown(err) {
         retryAfterMs: read(() => retryAfterMs(err)),
       })]
     }
-    return ['thrown', JSON.stringify({ nonError: err === undefined ? 'undefined (it rejected without a reason)' : reprOf(err) })]
+    return [SETTLEMENT_KIND.thrown, JSON.stringify({ nonError: err === undefined ? 'undefined (it rejected without a reason)' : reprOf(err) })]
   } catch {
-    return ['thrown', JSON.stringify({ nonError: 'a value that could not be read' })]
+    return [SETTLEMENT_KIND.thrown, JSON.stringify({ nonError: 'a value that could not be read' })]
   }
 }
 
@@ -83,7 +86,7 @@ function retryAfterMs(err) {
   if (typeof header !== 'string' && typeof header !== 'number') return undefined
   const seconds = Number(header)
   if (Number.isFinite(seconds)) return Math.max(0, Math.round(seconds * 1000))
-  const at = Date.parse(header)
+  const at = Date.parse(String(header))
   return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now())
 }
 

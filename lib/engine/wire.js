@@ -1,8 +1,10 @@
+// @ts-check
 'use strict'
 // The wire between the JS layer and the engine: calls and contexts in, results out (see the engine's
 // `results_to_wire`), and the engine's refusals of a programmer's input as TypeErrors.
 
 const { clip, textOf, thrownText } = require('./describe.js')
+const { RESULT_FLAG, readResultRow } = require('./wire.generated.js')
 
 /** Marker the engine reads in place of a call that JSON.stringify could not serialize. */
 const UNSERIALIZABLE = '__toolgateUnserializable'
@@ -76,7 +78,7 @@ function policyJson(context) {
 
 /** A turn's results from the engine's wire form (see `results_to_wire` in the engine): a JSON array whose first
  * entry holds the stage sequences new to `stages` (the executor's table of them, by id) and whose other entries are
- * the results, a plain success as an array of its values, built here into the same object key for key; then the
+ * the results, a plain success as its `ResultRow`, built here into the same object key for key; then the
  * outputs of those plain successes that are not the text their handler sent (`sent`, by call), in order. */
 function readResults(wire, sent, stages) {
   const rows = JSON.parse(wire[0])
@@ -85,24 +87,31 @@ function readResults(wire, sent, stages) {
   let output = 1
   for (let i = 0; i < results.length; i++) {
     const row = rows[i + 1]
-    if (!Array.isArray(row)) results[i] = row
-    else results[i] = plainResult(row, row[2] & 32 ? sent[i] : wire[output++], typeof row[5] === 'number' ? stages[row[5]].slice() : row[5])
+    if (!Array.isArray(row)) {
+      results[i] = row
+      continue
+    }
+    const plain = readResultRow(/** @type {import('./wire.generated').ResultRowRecord} */ (row))
+    const text = plain.flags & RESULT_FLAG.asSent ? sent[i] : wire[output++]
+    results[i] = plainResult(plain, text, typeof plain.stages === 'number' ? stages[plain.stages].slice() : plain.stages)
   }
   return results
 }
 
-function plainResult([callId, name, flags, latencyMs, attempts, , startedAt, queuedMs, structured, redactions, timings, starts], output, stages) {
+/** @param {import('./wire.generated').ResultRow} row */
+function plainResult({ callId, name, flags, latencyMs, attempts, startedAt, queuedMs, structured, redactions, timings, starts }, output, stages) {
   const metadata = {}
-  if (flags & 16) metadata.structured = structured
+  if (flags & RESULT_FLAG.structured) metadata.structured = structured
   if (redactions !== null) metadata.redactions = redactions
   metadata.stages = stages
   metadata.startedAt = startedAt
   if (queuedMs !== null) metadata.queuedMs = queuedMs
   if (timings !== null) metadata.timings = timings
   if (starts !== null) metadata.starts = starts
+  const on = (flag) => (flags & flag) !== 0
   return {
-    callId, name, success: (flags & 1) !== 0, output, retryable: (flags & 2) !== 0, latencyMs, attempts,
-    cached: (flags & 4) !== 0, truncated: (flags & 8) !== 0, metadata,
+    callId, name, success: on(RESULT_FLAG.success), output, retryable: on(RESULT_FLAG.retryable), latencyMs, attempts,
+    cached: on(RESULT_FLAG.cached), truncated: on(RESULT_FLAG.truncated), metadata,
   }
 }
 

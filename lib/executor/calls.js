@@ -16,6 +16,8 @@ class RunningCall {
     this.args = args
     /** The engine's id for this attempt. */
     this.run = undefined
+    /** The tool's `rollbackWhen` function, when it has one. */
+    this.judge = undefined
     /** The arguments and the id as a late-settlement trace shows them, taken when the call is abandoned. */
     this.argsSnapshot = undefined
     this.idSnapshot = undefined

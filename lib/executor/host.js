@@ -1,3 +1,4 @@
+// @ts-check
 'use strict'
 // What only the host can answer before a call may run, asked by the engine and answered into it: a schema's own
 // validation of the arguments, the tool's check of them, what the call costs, and the approval callback, with
@@ -5,6 +6,7 @@
 // (answers, throws, hangs past the engine's time limit), the call gets a result.
 
 const { reprOf } = require('../engine/describe.js')
+const { HOST_KIND } = require('../engine/wire.generated.js')
 const { callHost, describeProblem, readApproval } = require('../callbacks.js')
 const { validationResult } = require('../schemas.js')
 const { withinTime } = require('./lifecycle.js')
@@ -32,16 +34,17 @@ class HostRequests {
 
   /** A call waits on the host: the schema's own validation, the tool's check of its arguments, or the approval
    * callback. Whatever the function does (answers, throws, hangs past the engine's time limit), the call gets a
-   * result. */
-  ask([ticket, kind, turnId, callId, toolName, args, rule, reason, index]) {
+   * result.
+   * @param {import('../engine/wire.generated').HostRequest} request */
+  ask({ ticket, kind, turn: turnId, callId, name: toolName, args, rule, reason, index }) {
     const turn = this.#turnOf(turnId)
     const context = turn?.context
     let pending
-    if (kind === 'validate') {
+    if (kind === HOST_KIND.validate) {
       pending = this.#validated(turn, index, toolName, args)
-    } else if (kind === 'check') {
+    } else if (kind === HOST_KIND.check) {
       pending = this.#checked(turn, index, toolName, callId, args).then((problem) => (problem === undefined ? {} : { problem }))
-    } else if (kind === 'cost') {
+    } else if (kind === HOST_KIND.cost) {
       if (turn !== undefined) (turn.priced ??= new Set()).add(index)
       pending = this.#costOf(turn, index, toolName, callId, args).then((cost) => ({ cost }))
     } else if (turn?.approve === undefined) {

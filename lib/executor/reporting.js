@@ -23,7 +23,8 @@ class Reporter {
     this.#guard = guard
   }
 
-  /** A circuit breaker changed phase (an opening says what opened it). */
+  /** A circuit breaker changed phase (an opening says what opened it).
+   * @param {import('../engine/wire.generated').Step['breaker'][number]} change */
   breaker({ tool, from, to, calls, failures }) {
     const event = { type: 'breaker', toolName: tool, from, to, at: Date.now() }
     if (calls !== undefined) Object.assign(event, { calls, failures })

@@ -1,9 +1,11 @@
+// @ts-check
 'use strict'
 // The handlers of one executor from start to settlement: started on the engine's word, their values described and
 // sent into the engine in batches (a large one in slices), aborted at a deadline or a cancellation, and followed
 // after that until they settle, late, since a handler may ignore its signal.
 
 const { describeReturn, describeThrown } = require('../engine/describe.js')
+const { SETTLEMENT_HEAD_LENGTH, SETTLEMENT_KIND, writeSettlementHead } = require('../engine/wire.generated.js')
 const { callHost, judgeValue } = require('../callbacks.js')
 const { validationResult } = require('../schemas.js')
 const { setImmediate, queueMicrotask, now } = require('../timers.js')
@@ -33,12 +35,12 @@ function isContent(value) {
 
 /** A command's end: the engine holds what it wrote. */
 function describeCommand() {
-  return ['command', '']
+  return [SETTLEMENT_KIND.command, '']
 }
 
 /** Issues an output schema found, as the engine's settlement kind for them. */
 function describeMismatch(issues) {
-  return ['mismatch', JSON.stringify(issues)]
+  return [SETTLEMENT_KIND.mismatch, JSON.stringify(issues)]
 }
 
 class Runs {
@@ -137,7 +139,8 @@ class Runs {
     return runs
   }
 
-  start([run, turnId, callId, name, args, attempt, index]) {
+  /** @param {import('../engine/wire.generated').Start} start */
+  start({ run, turn: turnId, callId, name, args, attempt, index }) {
     // A handler earlier in this step may have aborted the turn: the engine answered this run as not started.
     if (!this.notStarted.delete(run)) return
     const turn = this.#turnOf(turnId)
@@ -182,8 +185,9 @@ class Runs {
     resolve?.(COMMAND_ENDED)
   }
 
-  /** The latest line a running command wrote: progress, as a handler's `ctx.progress(info)` reports it. */
-  commandProgress(run, line) {
+  /** The latest line a running command wrote: progress, as a handler's `ctx.progress(info)` reports it.
+   * @param {import('../engine/wire.generated').Progress} progress */
+  commandProgress({ run, line }) {
     const call = this.running.get(run)
     if (call) this.#progress(run, call, { line })
   }
@@ -236,7 +240,7 @@ class Runs {
       return
     }
     this.sendSettled() // settlements cross in the order they came
-    if (this.running.get(run) !== call) return this.#lateSettlement(run, kind === 'thrown' ? 'rejected' : 'resolved')
+    if (this.running.get(run) !== call) return this.#lateSettlement(run, kind === SETTLEMENT_KIND.thrown ? 'rejected' : 'resolved')
     this.running.delete(run)
     this.crossing.set(run, call)
     this.#awake() // a value shaped on another thread wakes the engine when done
@@ -259,19 +263,17 @@ class Runs {
         this.crossing.set(runs[i], call)
         continue
       }
-      this.#lateSettlement(runs[i], kinds[i] === 'thrown' ? 'rejected' : 'resolved')
+      this.#lateSettlement(runs[i], kinds[i] === SETTLEMENT_KIND.thrown ? 'rejected' : 'resolved')
       runs.splice(i, 1)
       kinds.splice(i, 1)
       payloads.splice(i, 1)
     }
     if (runs.length === 0) return
     // Packed (see the engine's `complete`): two values cross, not three per settlement.
-    const heads = new Uint32Array(runs.length * 3)
+    const heads = new Uint32Array(runs.length * SETTLEMENT_HEAD_LENGTH)
     let text = ''
     for (let i = 0; i < runs.length; i++) {
-      heads[3 * i] = runs[i]
-      heads[3 * i + 1] = kinds[i].length
-      heads[3 * i + 2] = payloads[i].length
+      writeSettlementHead(heads, i, { run: runs[i], kindLength: kinds[i].length, payloadLength: payloads[i].length })
       text += kinds[i] + payloads[i]
     }
     this.#drive(() => this.#engine.complete(heads, text))
@@ -307,7 +309,8 @@ class Runs {
     else this.#crossed(run)
   }
 
-  abort([run, kind]) {
+  /** @param {import('../engine/wire.generated').Abort} abort */
+  abort({ run, kind }) {
     const call = this.running.get(run)
     if (!call) return
     this.running.delete(run)
@@ -341,7 +344,8 @@ class Runs {
 
   /** A settlement the engine found past its run's deadline (the event loop was blocked, so the deadline could
    * not fire first): the call timed out, and the engine counted it late; the trace says so. */
-  overdue([run, endedBy, outcome, afterMs]) {
+  /** @param {import('../engine/wire.generated').Late} late */
+  overdue({ run, endedBy, outcome, afterMs }) {
     const call = this.crossing.get(run)
     if (call === undefined) return
     this.#reporter.snapshotForTrace(call)
