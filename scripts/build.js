@@ -1,6 +1,6 @@
 'use strict'
-// `npm run build`: builds the native addon from source for this machine and regenerates the loader (binding.js) and
-// its types (binding.d.ts). On a Linux x64 glibc host it links against napi-rs's prebuilt gcc toolchain (a glibc 2.17
+// `npm run build`: writes both sides of the wire from its declaration (scripts/gen-wire.js), builds the native addon
+// from source for this machine and regenerates the loader (binding.js) and its types (binding.d.ts). On a Linux x64 glibc host it links against napi-rs's prebuilt gcc toolchain (a glibc 2.17
 // sysroot, fetched once from the npm registry into ~/.napi-rs), so the binary loads on any glibc from 2.17 on, not
 // only on this host's; scripts/check-glibc.js holds it to that. Extra arguments go to `napi build`: `--target
 // <triple>` builds for another target, with `--use-napi-cross` for a Linux gnu one (the release workflow).
@@ -22,6 +22,9 @@ if (spawnSync('cargo', ['--version'], { stdio: 'ignore' }).error) {
   )
   process.exit(1)
 }
+
+const wire = spawnSync(process.execPath, [path.join(__dirname, 'gen-wire.js')], { cwd: ROOT, stdio: 'inherit' })
+if (wire.status !== 0) process.exit(wire.status ?? 1)
 
 const args = ['build', '--platform', '--release', '--js', 'binding.js', '--dts', 'binding.d.ts', ...extra]
 // mimalloc's C stamps __DATE__/__TIME__ into the binary; the compilers take them from SOURCE_DATE_EPOCH, fixed so

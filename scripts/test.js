@@ -23,13 +23,13 @@ const PARTS = {
   node20: [node('scripts/test-node.js', 'node20')],
   node22: [node('scripts/test-node.js', 'node22')],
   node24: [node('scripts/test-node.js', 'node24')],
-  rust: [['cargo', 'test', '--workspace'], node('scripts/check-core-imports.js')],
+  rust: [node('scripts/gen-wire.js', '--check'), ['cargo', 'test', '--workspace'], node('scripts/check-core-imports.js')],
   runners: [
     [...bin('vitest'), 'run', '--root', 'examples/vitest'],
     [...bin('vitest'), 'run', '--root', 'examples/vitest', '--config', 'vitest.forks.config.mjs'],
     [...bin('ava'), '--config', 'examples/ava/ava.config.mjs'],
   ],
-  types: [[...bin('typescript'), '-p', '__test__/types'], [...bin('typescript'), '-p', '__test__/types/providers'], node('scripts/check-readme.js')],
+  types: [[...bin('typescript'), '-p', '__test__/types'], [...bin('typescript'), '-p', '__test__/types/lib'], [...bin('typescript'), '-p', '__test__/types/providers'], node('scripts/check-readme.js')],
   package: [node('scripts/check-glibc.js'), node('scripts/lint-workflows.js'), node('--test', '__test__/package/')],
   node: [node('scripts/test-node.js')],
 }
