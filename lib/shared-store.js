@@ -7,8 +7,10 @@
 const { describeProblem } = require('./callbacks.js')
 const { reprOf } = require('./engine/describe.js')
 const { setImmediate } = require('./timers.js')
+const { ON_ERROR_DEFAULTS } = require('./engine/wire.generated.js')
 
-const STATIONS = ['cache', 'dedup', 'rateLimit', 'sessions', 'budget', 'breaker']
+/** The stations a store's `onError` may set. */
+const STATIONS = Object.keys(ON_ERROR_DEFAULTS)
 
 /** The `store` executor option: the store object the JS layer keeps, and the settings the engine reads. */
 function takeStore(options) {

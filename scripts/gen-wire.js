@@ -100,11 +100,14 @@ function rustFlags(name, flags) {
   return out + '}\n'
 }
 
+/** An object whose fields each declare a default (a value of the field's enum) is read with them where absent. */
+const defaulted = (object) => object.fields.every((f) => f.default !== undefined)
+
 function rustObject(name, object) {
   const vis = object.visibility ?? 'pub'
   let out = rustDoc(object.doc) + `#[derive(${derives(object.derive)})]\n`
-  const both = object.derive.includes('Default') && object.derive.includes('Deserialize')
-  out += `#[serde(rename_all = "camelCase"${both ? ', default' : ''})]\npub struct ${name} {\n`
+  const both = defaulted(object) || (object.derive.includes('Default') && object.derive.includes('Deserialize'))
+  out += `#[serde(rename_all = "camelCase"${object.denyUnknown ? ', deny_unknown_fields' : ''}${both ? ', default' : ''})]\npub struct ${name} {\n`
   for (const f of object.fields) {
     out += rustDoc(f.doc, '    ')
     if (f.ts === null) out += '    #[serde(skip)]\n'
@@ -112,6 +115,11 @@ function rustObject(name, object) {
     out += `    ${vis} ${snake(f.name)}: ${f.rust},\n`
   }
   out += '}\n'
+  if (defaulted(object)) {
+    out += `\nimpl Default for ${name} {\n    fn default() -> Self {\n        ${name} {\n`
+    for (const f of object.fields) out += `            ${snake(f.name)}: ${f.rust}::${pascal(f.default)},\n`
+    out += '        }\n    }\n}\n'
+  }
   if (!object.merge) return out
   const names = object.fields.map((f) => snake(f.name))
   out += `\nimpl ${name} {\n    /// True when it asks nothing.\n    pub fn is_empty(&self) -> bool {\n        `
@@ -202,6 +210,11 @@ function jsFiles(declaration, file) {
   }
   for (const [name, object] of Object.entries(declaration.objects)) {
     dts.push(`${jsDoc(object.doc)}export interface ${name} {\n${tsFields(object.fields, true)}\n}`)
+    if (!defaulted(object)) continue
+    const constant = `${screaming(name)}_DEFAULTS`
+    js.push(`${jsDoc(`${name} where nothing is said.`)}const ${constant} = Object.freeze({ ${object.fields.map((f) => `${f.name}: '${f.default}'`).join(', ')} })`)
+    dts.push(`export declare const ${constant}: { ${object.fields.map((f) => `readonly ${f.name}: '${f.default}'`).join('; ')} }`)
+    exported.push(constant)
   }
   for (const [name, union] of Object.entries(declaration.unions)) {
     const variants = union.variants.map((v) => `  | { ${union.tag}: '${v.name}'${v.fields.map((f) => `, ${f.name}: ${f.ts}`).join('')} }`)

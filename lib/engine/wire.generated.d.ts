@@ -130,6 +130,9 @@ export type SettlementKind = 'text' | 'json' | 'none' | 'binary' | 'thrown' | 'u
 
 export declare const SETTLEMENT_KIND: { readonly text: 'text'; readonly json: 'json'; readonly none: 'none'; readonly binary: 'binary'; readonly thrown: 'thrown'; readonly unrepresentable: 'unrepresentable'; readonly mismatch: 'mismatch'; readonly command: 'command' }
 
+/** What a station does when the shared store fails: go on without it, or not run the call. */
+export type Fail = 'open' | 'closed'
+
 /** A word of a store's reply (`now`, `counted`, `half_open`…). One no store says (a shared store's garbage) reads as `Unknown`, which no station takes for an answer. */
 export type Word = 'now' | 'after' | 'refused' | 'ok' | 'over' | 'counted' | 'trial' | 'closed' | 'open' | 'half_open' | 'taken' | 'held' | 'unknown'
 
@@ -210,6 +213,18 @@ export interface Reply {
   calls?: number
   failures?: number
 }
+
+/** What each station does when the shared store fails. Cache and dedup only save work, so they fail open; a rate limit protects an upstream, so it fails closed (an outage of the store must not let every process call the upstream unlimited), and so does a budget (it protects the bill); sessions (remembered approvals, rollback counts) fail open to asking again, and a breaker fails open to what this process last knew of it. */
+export interface OnError {
+  cache?: Fail
+  dedup?: Fail
+  rateLimit?: Fail
+  sessions?: Fail
+  budget?: Fail
+  breaker?: Fail
+}
+
+export declare const ON_ERROR_DEFAULTS: { readonly cache: 'open'; readonly dedup: 'open'; readonly rateLimit: 'closed'; readonly sessions: 'open'; readonly budget: 'closed'; readonly breaker: 'open' }
 
 /** One operation for a store, as the host's store adapter reads it (`{op: 'take', key, …}`). */
 export type StoreOp =

@@ -56,6 +56,9 @@ const SETTLEMENT_KIND = Object.freeze({ text: 'text', json: 'json', none: 'none'
 /** Bits of a plain result's `flags`. */
 const RESULT_FLAG = Object.freeze({ success: 1, retryable: 2, cached: 4, truncated: 8, structured: 16, asSent: 32 })
 
+/** OnError where nothing is said. */
+const ON_ERROR_DEFAULTS = Object.freeze({ cache: 'open', dedup: 'open', rateLimit: 'closed', sessions: 'open', budget: 'closed', breaker: 'open' })
+
 /** Every Op's `op`. */
 const STORE_OPS = Object.freeze(['count', 'remembered', 'lookup', 'take', 'refund', 'put', 'release', 'uncount', 'keep', 'remember', 'rollbacks', 'spend', 'unspend', 'breakerAdmit', 'breakerRecord'])
 
@@ -68,4 +71,4 @@ const SPEC_FIELDS = Object.freeze(['name', 'description', 'parameters', 'readOnl
 /** What `execute` asks of its turn beyond the calls and what the JS layer keeps. */
 const TURN_OPTIONS = Object.freeze(['deadlineMs', 'stopOnError'])
 
-module.exports = { readStart, readHostRequest, readAbort, readLate, readProgress, readStoreTicket, readResultRow, SETTLEMENT_HEAD_LENGTH, writeSettlementHead, HOST_KIND, SETTLEMENT_KIND, RESULT_FLAG, STORE_OPS, ENGINE_OPTIONS, SPEC_FIELDS, TURN_OPTIONS }
+module.exports = { readStart, readHostRequest, readAbort, readLate, readProgress, readStoreTicket, readResultRow, SETTLEMENT_HEAD_LENGTH, writeSettlementHead, HOST_KIND, SETTLEMENT_KIND, RESULT_FLAG, ON_ERROR_DEFAULTS, STORE_OPS, ENGINE_OPTIONS, SPEC_FIELDS, TURN_OPTIONS }

@@ -6,9 +6,10 @@
 const { createHash } = require('node:crypto')
 const { errorMonitor } = require('node:events')
 const { SCRIPTS } = require('./redis-scripts.js')
+// What each station does when the store fails, unless told otherwise: declared with the wire, the engine's default.
+const { ON_ERROR_DEFAULTS } = require('../engine/wire.generated.js')
 
-const STATIONS = ['cache', 'dedup', 'rateLimit', 'sessions', 'budget', 'breaker']
-const DEFAULT_ON_ERROR = { cache: 'open', dedup: 'open', rateLimit: 'closed', sessions: 'open', budget: 'closed', breaker: 'open' }
+const STATIONS = Object.keys(ON_ERROR_DEFAULTS)
 const OPTIONS = ['client', 'prefix', 'timeoutMs', 'onError', 'maxEntryBytes', 'maxSessionKeys', 'maxInFlight']
 /** The cache-key hash in key names: 64 bits, so two cache keys share a lease only by a 1-in-2^64 chance. */
 const HASH_CHARS = 16
@@ -58,7 +59,7 @@ function failureModes(onError) {
     if (!STATIONS.includes(station)) throw new TypeError(`redisStore: \`onError.${station}\` is not a station: use ${STATIONS.join(', ')}`)
     if (mode !== 'open' && mode !== 'closed') throw new TypeError(`redisStore: \`onError.${station}\` must be 'open' or 'closed'; got ${describe(mode)}`)
   }
-  return Object.freeze({ ...DEFAULT_ON_ERROR, ...onError })
+  return Object.freeze({ ...ON_ERROR_DEFAULTS, ...onError })
 }
 
 function positiveInteger(name, value) {

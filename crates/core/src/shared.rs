@@ -17,34 +17,7 @@ use serde::Deserialize;
 use crate::result::{ErrorKind, ToolResult};
 use crate::timer::seconds;
 
-/// What a station does when the shared store fails: go on without it, or not run the call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Fail {
-    Open,
-    Closed,
-}
-
-/// Per station: cache and dedup only save work, so they fail open; a rate limit protects an upstream, so it fails
-/// closed (an outage of the store must not let every process call the upstream unlimited), and so does a budget
-/// (it protects the bill); sessions (remembered approvals, rollback counts) fail open to asking again, and a breaker
-/// fails open to what this process last knew of it.
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct OnError {
-    pub cache: Fail,
-    pub dedup: Fail,
-    pub rate_limit: Fail,
-    pub sessions: Fail,
-    pub budget: Fail,
-    pub breaker: Fail,
-}
-
-impl Default for OnError {
-    fn default() -> Self {
-        OnError { cache: Fail::Open, dedup: Fail::Open, rate_limit: Fail::Closed, sessions: Fail::Open, budget: Fail::Closed, breaker: Fail::Open }
-    }
-}
+include!("generated/shared.rs");
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
