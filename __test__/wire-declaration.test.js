@@ -101,6 +101,38 @@ describe('the wire declaration', () => {
     const twice = declared()
     twice.objects.Step.fields.push({ ...twice.objects.Step.fields[0] })
     assert.throws(() => generate(twice), /Step: field "turn" is declared twice/)
+    const hidden = declared()
+    hidden.records.Progress.fields.push({ name: 'secret', rust: 'String', ts: null })
+    assert.throws(() => generate(hidden), /Progress: a record's fields all cross/)
+    const unknownDefault = declared()
+    unknownDefault.objects.OnError.fields[0].default = 'ajar'
+    assert.throws(() => generate(unknownDefault), /OnError\.cache: default "ajar" is not a value of the enum Fail/)
+    const partial = declared()
+    delete partial.objects.OnError.fields[1].default
+    assert.throws(() => generate(partial), /OnError: every field declares a default, or none does/)
+    const clash = declared()
+    clash.keys.HOST_KIND = { ...clash.keys.TURN_OPTIONS }
+    assert.throws(() => generate(clash), /two declarations make the JS name HOST_KIND/)
+    const again = declared()
+    again.objects.Start = again.objects.Reply
+    assert.throws(() => generate(again), /name "Start" is declared twice/)
+  })
+
+  it('finds a generated file the declaration no longer makes, and removes it when it writes', () => {
+    const { dir, file } = editedDeclaration(() => {})
+    try {
+      assert.equal(genWire('--declaration', file, '--root', dir).status, 0)
+      const left = path.join(dir, 'crates/core/src/generated/dropped.rs')
+      fs.writeFileSync(left, '// a module the declaration dropped\n')
+      const check = genWire('--check', '--declaration', file, '--root', dir)
+      assert.equal(check.status, 1)
+      assert.match(check.stderr, /generated\/dropped\.rs/)
+      assert.equal(genWire('--declaration', file, '--root', dir).status, 0)
+      assert.equal(fs.existsSync(left), false)
+      assert.deepEqual(genWire('--list').stdout.trim().split('\n'), generate(declared()).map(([f]) => f))
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it('every store operation it declares has its handler in the Redis store, and no other is taken', async () => {

@@ -2,8 +2,9 @@
 // Writes both sides of the wire between the JS layer and the engine from its one declaration, crates/core/wire.json:
 // the Rust types and their (de)serialization (crates/core/src/generated/, each file included by the module that owns
 // its types) and the JS readers, writers and constants with their types (lib/engine/wire.generated.js and .d.ts).
-// `npm run build` runs it; `--check` (in `npm test`) writes nothing and fails when a generated file is stale.
-// `--declaration <file>` and `--root <dir>` read another declaration and write under another folder (its tests).
+// `npm run build` runs it; `--check` (in `npm test`) writes nothing and fails when a generated file is stale or left
+// over; `--list` prints what it generates (for .ci/run). `--declaration <file>` and `--root <dir>` read another
+// declaration and write under another folder (its tests).
 
 const fs = require('node:fs')
 const path = require('node:path')
@@ -22,32 +23,64 @@ const derives = (list) => list.map((d) => (d === 'Serialize' || d === 'Deseriali
 /** `<'a>` when a field borrows. */
 const lifetimeOf = (fields) => (fields.some((f) => f.rust.includes("'a")) ? "<'a>" : '')
 const onWire = (fields) => fields.filter((f) => f.ts !== null)
+/** `pub `, `pub(super) `, or nothing for "" (private). */
+const keyword = (visibility = 'pub') => (visibility ? `${visibility} ` : '')
+/** An object whose fields each declare a default (a value of the field's enum) is read with them where absent. */
+const defaulted = (object) => object.fields.every((f) => f.default !== undefined)
+/** What the settlement heads' length is called in messages (`LEN_WORD`). */
+const WORDS = ['none', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten']
+const GROUPS = ['records', 'enums', 'flags', 'objects', 'unions', 'keys']
 
-/** Refuses a declaration the generated code could not keep: names that do not round-trip between the languages. */
+/** Refuses a declaration the generated code could not keep: names that do not round-trip between the languages or
+ * that clash, a record with a field that does not cross, defaults that are not values of their enum. */
 function check(declaration) {
   const fail = (why) => {
     throw new Error(`wire declaration: ${why}`)
   }
-  const named = (what, fields) => {
+  const unique = (what, names) => {
     const seen = new Set()
-    for (const field of fields) {
-      if (!/^[a-z][A-Za-z0-9]*$/.test(field.name)) fail(`${what}: field "${field.name}" must be camelCase`)
-      if (seen.has(field.name)) fail(`${what}: field "${field.name}" is declared twice`)
-      seen.add(field.name)
-      if (typeof field.rust !== 'string' || (field.ts !== null && typeof field.ts !== 'string')) fail(`${what}.${field.name}: needs a rust and a ts type`)
+    for (const name of names) {
+      if (seen.has(name)) fail(`${what} "${name}" is declared twice`)
+      seen.add(name)
     }
   }
-  for (const [name, record] of Object.entries(declaration.records)) named(name, record.fields)
-  for (const [name, object] of Object.entries(declaration.objects)) named(name, object.fields)
-  for (const [name, union] of Object.entries(declaration.unions)) for (const v of union.variants) named(`${name}.${v.name}`, v.fields)
-  for (const [name, e] of Object.entries(declaration.enums)) {
-    for (const v of e.values) if (!/^[a-z][a-z_]*$/.test(v.name)) fail(`${name}: value "${v.name}" must be snake_case`)
+  const named = (what, fields) => {
+    if (fields.length === 0) fail(`${what}: has no fields`)
+    for (const field of fields) {
+      if (!/^[a-z][A-Za-z0-9]*$/.test(field.name)) fail(`${what}: field "${field.name}" must be camelCase`)
+      if (typeof field.rust !== 'string' || (field.ts !== null && typeof field.ts !== 'string')) fail(`${what}.${field.name}: needs a rust and a ts type`)
+    }
+    unique(`${what}: field`, fields.map((f) => f.name))
   }
   const modules = Object.keys(declaration.rust)
-  for (const group of ['records', 'enums', 'flags', 'objects', 'unions', 'keys']) {
+  unique('name', GROUPS.flatMap((group) => Object.keys(declaration[group])))
+  for (const group of GROUPS) {
     for (const [name, item] of Object.entries(declaration[group])) {
       if (!modules.includes(item.rust)) fail(`${name}: rust module "${item.rust}" is not one of ${modules.join(', ')}`)
     }
+  }
+  for (const [name, record] of Object.entries(declaration.records)) {
+    named(name, record.fields)
+    // Both sides must count the same places.
+    if (onWire(record.fields).length !== record.fields.length) fail(`${name}: a record's fields all cross (no "ts": null)`)
+    if (record.encoding === 'u32' && record.fields.length >= WORDS.length) fail(`${name}: at most ${WORDS.length - 1} u32s`)
+  }
+  for (const [name, object] of Object.entries(declaration.objects)) {
+    named(name, object.fields)
+    const given = object.fields.filter((f) => f.default !== undefined)
+    if (given.length > 0 && given.length < object.fields.length) fail(`${name}: every field declares a default, or none does`)
+    for (const f of given) {
+      const values = declaration.enums[f.rust]?.values.map((v) => v.name) ?? []
+      if (!values.includes(f.default)) fail(`${name}.${f.name}: default "${f.default}" is not a value of the enum ${f.rust}`)
+    }
+  }
+  for (const [name, union] of Object.entries(declaration.unions)) {
+    unique(`${name}: variant`, union.variants.map((v) => v.name))
+    for (const v of union.variants) named(`${name}.${v.name}`, v.fields)
+  }
+  for (const [name, e] of Object.entries(declaration.enums)) {
+    for (const v of e.values) if (!/^[a-z][a-z_]*$/.test(v.name)) fail(`${name}: value "${v.name}" must be snake_case`)
+    unique(`${name}: value`, e.values.map((v) => v.name))
   }
 }
 
@@ -58,14 +91,11 @@ function rustRecord(name, record) {
   const wire = record.encoding === 'u32' ? `${record.fields.length} u32s` : `\`[${record.fields.map((f) => f.name).join(', ')}]\``
   let out = rustDoc(record.doc) + '///\n' + `/// On the wire: ${wire}.\n`
   if (record.derive) out += `#[derive(${derives(record.derive)})]\n`
-  // A record of private types is private to its module ("visibility": "").
-  const vis = record.visibility ?? 'pub '
-  out += `${vis}struct ${name}${life} {\n`
-  for (const f of record.fields) out += rustDoc(f.doc, '    ') + `    ${vis}${snake(f.name)}: ${f.rust},\n`
+  out += structHead(name + life, record.visibility)
+  for (const f of record.fields) out += rustDoc(f.doc, '    ') + `    ${keyword(record.visibility)}${snake(f.name)}: ${f.rust},\n`
   out += '}\n\n'
   if (record.encoding === 'u32') {
-    const word = ['none', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten'][record.fields.length]
-    out += `impl ${name} {\n    /// u32s per ${name}.\n    pub const LEN: usize = ${record.fields.length};\n    /// \`LEN\` as a word, for messages.\n    pub const LEN_WORD: &str = "${word}";\n\n`
+    out += `impl ${name} {\n    /// u32s per ${name}.\n    pub const LEN: usize = ${record.fields.length};\n    /// \`LEN\` as a word, for messages.\n    pub const LEN_WORD: &str = "${WORDS[record.fields.length]}";\n\n`
     out += `    /// One, from its \`LEN\` u32s.\n    pub fn read(at: &[u32]) -> Self {\n        ${name} {\n`
     record.fields.forEach((f, i) => (out += `            ${snake(f.name)}: at[${i}],\n`))
     out += '        }\n    }\n}\n'
@@ -80,16 +110,24 @@ function rustRecord(name, record) {
   return out
 }
 
+/** The struct's line: public unless its fields are private ("visibility": ""). */
+const structHead = (name, visibility) => `${visibility === '' ? '' : 'pub '}struct ${name} {\n`
+
+/** An enum, its values named on the wire through serde when it derives serde's traits, and parsed from a wire word
+ * when it says `"parse": true`. */
 function rustEnum(name, e) {
-  let out = rustDoc(e.doc)
-  out += `#[derive(${derives([...e.derive, 'Serialize', 'Deserialize'])})]\npub enum ${name} {\n`
+  const serde = e.derive.includes('Serialize') || e.derive.includes('Deserialize')
+  let out = rustDoc(e.doc) + `#[derive(${derives(e.derive)})]\npub enum ${name} {\n`
   for (const v of e.values) {
-    out += rustDoc(v.doc, '    ') + `    #[serde(${v.name === e.other ? 'other, ' : ''}rename = "${v.name}")]\n    ${pascal(v.name)},\n`
+    out += rustDoc(v.doc, '    ')
+    if (serde) out += `    #[serde(${v.name === e.other ? 'other, ' : ''}rename = "${v.name}")]\n`
+    out += `    ${pascal(v.name)},\n`
   }
-  out += '}\n\n'
-  out += `impl std::str::FromStr for ${name} {\n    type Err = ();\n\n`
+  out += '}\n'
+  if (!e.parse) return out
+  out += `\nimpl std::str::FromStr for ${name} {\n    type Err = ();\n\n`
   out += '    fn from_str(word: &str) -> Result<Self, ()> {\n        match word {\n'
-  for (const v of e.values) out += `            "${v.name}" => Ok(${name}::${pascal(v.name)}),\n`
+  for (const v of e.values) if (v.name !== e.other) out += `            "${v.name}" => Ok(${name}::${pascal(v.name)}),\n`
   out += `            _ => ${e.other ? `Ok(${name}::${pascal(e.other)})` : 'Err(())'},\n        }\n    }\n}\n`
   return out
 }
@@ -100,19 +138,18 @@ function rustFlags(name, flags) {
   return out + '}\n'
 }
 
-/** An object whose fields each declare a default (a value of the field's enum) is read with them where absent. */
-const defaulted = (object) => object.fields.every((f) => f.default !== undefined)
-
 function rustObject(name, object) {
-  const vis = object.visibility ?? 'pub'
   let out = rustDoc(object.doc) + `#[derive(${derives(object.derive)})]\n`
-  const both = defaulted(object) || (object.derive.includes('Default') && object.derive.includes('Deserialize'))
-  out += `#[serde(rename_all = "camelCase"${object.denyUnknown ? ', deny_unknown_fields' : ''}${both ? ', default' : ''})]\npub struct ${name} {\n`
+  // Absent fields read as their defaults only when the object says so ("absentIsDefault") or declares them: serde
+  // would also take a short array for such an object, which a store's garbage must not pass for a reply.
+  const absent = object.absentIsDefault || defaulted(object)
+  out += `#[serde(rename_all = "camelCase"${object.denyUnknown ? ', deny_unknown_fields' : ''}${absent ? ', default' : ''})]\n`
+  out += structHead(name, object.visibility)
   for (const f of object.fields) {
     out += rustDoc(f.doc, '    ')
     if (f.ts === null) out += '    #[serde(skip)]\n'
     else if (object.omitEmpty) out += `    #[serde(skip_serializing_if = "${f.rust.startsWith('Vec<') ? 'Vec::is_empty' : 'Option::is_none'}")]\n`
-    out += `    ${vis} ${snake(f.name)}: ${f.rust},\n`
+    out += `    ${keyword(object.visibility)}${snake(f.name)}: ${f.rust},\n`
   }
   out += '}\n'
   if (defaulted(object)) {
@@ -229,6 +266,8 @@ function jsFiles(declaration, file) {
     dts.push(`${jsDoc(keys.doc)}export declare const ${name}: readonly [${keys.keys.map((k) => `'${k}'`).join(', ')}]`)
     exported.push(name)
   }
+  const clash = exported.find((name, at) => exported.indexOf(name) !== at)
+  if (clash) throw new Error(`wire declaration: two declarations make the JS name ${clash}`)
   const source = `'use strict'\n// ${HEADER}\n\n${js.join('\n\n')}\n\nmodule.exports = { ${exported.join(', ')} }\n`
   const types = `// ${HEADER}\n\n${dts.join('\n\n')}\n`
   return [[file, source], [file.replace(/\.js$/, '.d.ts'), types]]
@@ -245,17 +284,39 @@ function current(file) {
   return fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : undefined
 }
 
+/** Rust files in the generated folders that the declaration no longer makes (a module it dropped). */
+function leftovers(files, root) {
+  const made = new Set(files.map(([file]) => file))
+  const folders = new Set(files.filter(([file]) => file.endsWith('.rs')).map(([file]) => path.dirname(file)))
+  return [...folders].flatMap((folder) => {
+    const dir = path.join(root, folder)
+    if (!fs.existsSync(dir)) return []
+    return fs.readdirSync(dir).map((entry) => path.join(folder, entry)).filter((file) => file.endsWith('.rs') && !made.has(file))
+  })
+}
+
 function main(argv) {
-  const option = (name, fallback) => (argv.includes(name) ? path.resolve(argv[argv.indexOf(name) + 1]) : fallback)
+  const option = (name, fallback) => {
+    const at = argv.indexOf(name)
+    if (at < 0) return fallback
+    if (argv[at + 1] === undefined || argv[at + 1].startsWith('--')) throw new Error(`gen-wire: ${name} needs a path`)
+    return path.resolve(argv[at + 1])
+  }
   const declarationFile = option('--declaration', path.join(ROOT, 'crates/core/wire.json'))
   const root = option('--root', ROOT)
   const files = generate(JSON.parse(fs.readFileSync(declarationFile, 'utf8')))
+  if (argv.includes('--list')) {
+    console.log(files.map(([file]) => file).join('\n'))
+    return 0
+  }
+  const left = leftovers(files, root)
   if (argv.includes('--check')) {
-    const stale = files.filter(([file, text]) => current(path.join(root, file)) !== text).map(([file]) => file)
+    const stale = [...files.filter(([file, text]) => current(path.join(root, file)) !== text).map(([file]) => file), ...left]
     if (stale.length === 0) return 0
-    console.error(`gen-wire: stale, not what crates/core/wire.json declares: ${stale.join(', ')}\nRun \`node scripts/gen-wire.js\` (or \`npm run build\`) and commit them.`)
+    console.error(`gen-wire: stale, not what ${path.relative(process.cwd(), declarationFile)} declares: ${stale.join(', ')}\nRun \`node scripts/gen-wire.js\` (or \`npm run build\`) and commit the result.`)
     return 1
   }
+  for (const file of left) fs.rmSync(path.join(root, file))
   for (const [file, text] of files) {
     const target = path.join(root, file)
     fs.mkdirSync(path.dirname(target), { recursive: true })

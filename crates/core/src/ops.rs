@@ -132,6 +132,16 @@ mod tests {
     }
 
     #[test]
+    fn a_reply_that_is_not_an_object_fails_its_operation() {
+        // serde would read a short array into a struct whose fields may be absent: garbage, not an answer.
+        for garbage in ["[[]]", "[[null, 3]]", "[[null, null, null, null, true]]", "[7]", r#"["now"]"#] {
+            let replies = read_answer(garbage, 1);
+            let error = replies[0].as_ref().and_then(|r| r.error.as_deref()).unwrap_or_default();
+            assert!(error.contains("could not be read"), "{garbage}: {replies:?}");
+        }
+    }
+
+    #[test]
     fn each_reply_of_an_answer_is_read_alone_and_null_is_not_answered_yet() {
         let replies = read_answer(r#"[null, {"take": 7}, {"take": "now"}, null]"#, 4);
         assert!(replies[0].is_none() && replies[3].is_none(), "answered later");

@@ -150,7 +150,7 @@ impl serde::Serialize for StoreTicket {
 }
 
 /// What a call waits on the host for, in the order a call meets them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub enum HostKind {
     /// The schema's own validation (a Standard Schema's refinements, transforms, defaults).
     #[serde(rename = "validate")]
@@ -164,20 +164,6 @@ pub enum HostKind {
     /// The approval callback.
     #[serde(rename = "approve")]
     Approve,
-}
-
-impl std::str::FromStr for HostKind {
-    type Err = ();
-
-    fn from_str(word: &str) -> Result<Self, ()> {
-        match word {
-            "validate" => Ok(HostKind::Validate),
-            "check" => Ok(HostKind::Check),
-            "cost" => Ok(HostKind::Cost),
-            "approve" => Ok(HostKind::Approve),
-            _ => Err(()),
-        }
-    }
 }
 
 /// What the engine asks of the host after each call into it; absent fields are empty.

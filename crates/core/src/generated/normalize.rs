@@ -27,31 +27,23 @@ impl SettlementHead {
 }
 
 /// How a handler settled, as the host describes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SettlementKind {
     /// It returned a string (the payload).
-    #[serde(rename = "text")]
     Text,
     /// It returned a value, as JSON.
-    #[serde(rename = "json")]
     Json,
     /// It returned nothing.
-    #[serde(rename = "none")]
     None,
     /// It returned bytes (they cross as bytes).
-    #[serde(rename = "binary")]
     Binary,
     /// It threw or rejected: the payload describes what.
-    #[serde(rename = "thrown")]
     Thrown,
     /// It returned what JSON cannot hold: the payload says what.
-    #[serde(rename = "unrepresentable")]
     Unrepresentable,
     /// Its value broke the tool's output schema: the issues, as JSON.
-    #[serde(rename = "mismatch")]
     Mismatch,
     /// A command tool's process ended: the engine holds what it wrote.
-    #[serde(rename = "command")]
     Command,
 }
 

@@ -31,32 +31,9 @@ pub enum Word {
     Unknown,
 }
 
-impl std::str::FromStr for Word {
-    type Err = ();
-
-    fn from_str(word: &str) -> Result<Self, ()> {
-        match word {
-            "now" => Ok(Word::Now),
-            "after" => Ok(Word::After),
-            "refused" => Ok(Word::Refused),
-            "ok" => Ok(Word::Ok),
-            "over" => Ok(Word::Over),
-            "counted" => Ok(Word::Counted),
-            "trial" => Ok(Word::Trial),
-            "closed" => Ok(Word::Closed),
-            "open" => Ok(Word::Open),
-            "half_open" => Ok(Word::HalfOpen),
-            "taken" => Ok(Word::Taken),
-            "held" => Ok(Word::Held),
-            "unknown" => Ok(Word::Unknown),
-            _ => Ok(Word::Unknown),
-        }
-    }
-}
-
 /// A store's answer to one operation; which fields are set depends on the operation.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase")]
 pub struct Reply {
     pub error: Option<String>,
     pub earlier: Option<u64>,
