@@ -133,6 +133,24 @@ function functionCalls(name, argsList, prefix = 'c') {
   return argsList.map((args, i) => ({ type: 'function_call', call_id: `${prefix}${i}`, name, arguments: JSON.stringify(args) }))
 }
 
+// 2 KB pages of a fetched document: prose, a JSON fragment and paths; one page in four carries a live-looking
+// secret, so that redaction has work to do as well as text to scan.
+const PAGES = Array.from({ length: 64 }, (_, p) => page(p))
+function page(p) {
+  const lines = [`# Page ${p} of the deployment guide`]
+  if (p % 4 === 0) lines.push(`export GITHUB_TOKEN=ghp_${'Zq4R8sT2vW6xY1bN3mK5pL7jH9gF0dC2aE4'.slice(0, 35)}${p % 10}`)
+  for (let i = 0; lines.join('\n').length < 2000; i++) {
+    lines.push(
+      i % 3 === 0
+        ? `Step ${i}: run the migration in /srv/app/releases/${p}/db and check the logs for errors before you continue.`
+        : i % 3 === 1
+          ? `{"step":${i},"service":"api-${p}","replicas":${(i % 5) + 1},"healthy":true,"region":"eu-west-1"}`
+          : `The service answers on port 80${i % 10}; requests over 30 s are cut, and a retry waits 2 s (id ${p}-${i}).`,
+    )
+  }
+  return lines.join('\n').slice(0, 2048)
+}
+
 /** One small search tool, declared both ways, for the scenarios that compare how a tool is declared or run. */
 const searchTool = {
   parameters: {
@@ -147,4 +165,4 @@ const searchTool = {
   handler: async ({ query, limit }) => `${query}:${limit}`,
 }
 
-module.exports = { compare, contenders, functionCalls, sampleTurns, searchTool, summarize, median, spread, threadCpuNs }
+module.exports = { PAGES, compare, contenders, functionCalls, sampleTurns, searchTool, summarize, median, spread, threadCpuNs }
