@@ -108,10 +108,17 @@ function plainResult({ callId, name, flags, latencyMs, attempts, startedAt, queu
   if (queuedMs !== null) metadata.queuedMs = queuedMs
   if (timings !== null) metadata.timings = timings
   if (starts !== null) metadata.starts = starts
-  const on = (flag) => (flags & flag) !== 0
   return {
-    callId, name, success: on(RESULT_FLAG.success), output, retryable: on(RESULT_FLAG.retryable), latencyMs, attempts,
-    cached: on(RESULT_FLAG.cached), truncated: on(RESULT_FLAG.truncated), metadata,
+    callId,
+    name,
+    success: (flags & RESULT_FLAG.success) !== 0,
+    output,
+    retryable: (flags & RESULT_FLAG.retryable) !== 0,
+    latencyMs,
+    attempts,
+    cached: (flags & RESULT_FLAG.cached) !== 0,
+    truncated: (flags & RESULT_FLAG.truncated) !== 0,
+    metadata,
   }
 }
 
