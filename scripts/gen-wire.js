@@ -215,57 +215,51 @@ function jsFiles(declaration, file) {
   const dts = []
   const exported = []
   const tsFields = (fields, optional) => onWire(fields).map((f) => `${f.doc ? `  /** ${f.doc} */\n` : ''}  ${f.name}${optional ? '?' : ''}: ${f.ts}`).join('\n')
-  for (const [name, record] of Object.entries(declaration.records)) {
-    const typed = onWire(record.fields)
-    dts.push(`${jsDoc(record.doc)}export interface ${name} {\n${tsFields(typed)}\n}`)
-    if (record.encoding === 'u32') {
+  /** A frozen constant, its value and its type written from the same entries. */
+  const constant = (name, doc, value, type) => {
+    js.push(`${jsDoc(doc)}const ${name} = Object.freeze(${value})`)
+    dts.push(`${jsDoc(doc)}export declare const ${name}: ${type}`)
+    exported.push(name)
+  }
+  const frozenObject = (name, doc, pairs) =>
+    constant(name, doc, `{ ${pairs.map(([k, v]) => `${k}: ${v}`).join(', ')} }`, `{ ${pairs.map(([k, v]) => `readonly ${k}: ${v}`).join('; ')} }`)
+  const frozenList = (name, doc, words) => {
+    const list = words.map((w) => `'${w}'`).join(', ')
+    constant(name, doc, `[${list}]`, `readonly [${list}]`)
+  }
+  // A record's fields all cross (`check`): its positions are its fields' places.
+  for (const [name, { doc, encoding, fields }] of Object.entries(declaration.records)) {
+    dts.push(`${jsDoc(doc)}export interface ${name} {\n${tsFields(fields)}\n}`)
+    if (encoding === 'u32') {
       const length = `${screaming(name)}_LENGTH`
-      js.push(`${jsDoc(`u32s per ${name}.`)}const ${length} = ${typed.length}`)
-      js.push(`${jsDoc(`Writes the \`at\`th ${name} into \`into\` (a Uint32Array of ${length} per ${name}).`)}function write${name}(into, at, value) {\n  const i = at * ${typed.length}\n${typed.map((f, i) => `  into[${i ? `i + ${i}` : 'i'}] = value.${f.name}`).join('\n')}\n}`)
-      dts.push(`export declare const ${length}: ${typed.length}\nexport declare function write${name}(into: Uint32Array, at: number, value: ${name}): void`)
+      js.push(`${jsDoc(`u32s per ${name}.`)}const ${length} = ${fields.length}`)
+      js.push(`${jsDoc(`Writes the \`at\`th ${name} into \`into\` (a Uint32Array of ${length} per ${name}).`)}function write${name}(into, at, value) {\n  const i = at * ${fields.length}\n${fields.map((f, i) => `  into[${i ? `i + ${i}` : 'i'}] = value.${f.name}`).join('\n')}\n}`)
+      dts.push(`export declare const ${length}: ${fields.length}\nexport declare function write${name}(into: Uint32Array, at: number, value: ${name}): void`)
       exported.push(length, `write${name}`)
     } else {
-      dts.push(`/** ${name} as it crosses. */\nexport type ${name}Record = [${typed.map((f) => `${f.name}: ${f.ts}`).join(', ')}]`)
-      js.push(`${jsDoc(`${name} from its record on the wire.`)}function read${name}(r) {\n  return { ${typed.map((f, i) => `${f.name}: r[${i}]`).join(', ')} }\n}`)
+      dts.push(`/** ${name} as it crosses. */\nexport type ${name}Record = [${fields.map((f) => `${f.name}: ${f.ts}`).join(', ')}]`)
+      js.push(`${jsDoc(`${name} from its record on the wire.`)}function read${name}(r) {\n  return { ${fields.map((f, i) => `${f.name}: r[${i}]`).join(', ')} }\n}`)
       dts.push(`export declare function read${name}(record: ${name}Record): ${name}`)
       exported.push(`read${name}`)
     }
   }
   for (const [name, e] of Object.entries(declaration.enums)) {
     dts.push(`${jsDoc(e.doc)}export type ${name} = ${e.values.map((v) => `'${v.name}'`).join(' | ')}`)
-    if (e.js === false) continue
-    const constant = screaming(name)
-    js.push(`${jsDoc(e.doc)}const ${constant} = Object.freeze({ ${e.values.map((v) => `${camel(v.name)}: '${v.name}'`).join(', ')} })`)
-    dts.push(`export declare const ${constant}: { ${e.values.map((v) => `readonly ${camel(v.name)}: '${v.name}'`).join('; ')} }`)
-    exported.push(constant)
+    if (e.js !== false) frozenObject(screaming(name), e.doc, e.values.map((v) => [camel(v.name), `'${v.name}'`]))
   }
   for (const [name, flags] of Object.entries(declaration.flags)) {
-    const constant = screaming(name)
-    js.push(`${jsDoc(flags.doc)}const ${constant} = Object.freeze({ ${flags.values.map((v) => `${v.name}: ${v.bit}`).join(', ')} })`)
-    dts.push(`${jsDoc(flags.doc)}export declare const ${constant}: { ${flags.values.map((v) => `readonly ${v.name}: ${v.bit}`).join('; ')} }`)
-    exported.push(constant)
+    frozenObject(screaming(name), flags.doc, flags.values.map((v) => [v.name, v.bit]))
   }
   for (const [name, object] of Object.entries(declaration.objects)) {
     dts.push(`${jsDoc(object.doc)}export interface ${name} {\n${tsFields(object.fields, true)}\n}`)
-    if (!defaulted(object)) continue
-    const constant = `${screaming(name)}_DEFAULTS`
-    js.push(`${jsDoc(`${name} where nothing is said.`)}const ${constant} = Object.freeze({ ${object.fields.map((f) => `${f.name}: '${f.default}'`).join(', ')} })`)
-    dts.push(`export declare const ${constant}: { ${object.fields.map((f) => `readonly ${f.name}: '${f.default}'`).join('; ')} }`)
-    exported.push(constant)
+    if (defaulted(object)) frozenObject(`${screaming(name)}_DEFAULTS`, `${name} where nothing is said.`, object.fields.map((f) => [f.name, `'${f.default}'`]))
   }
   for (const [name, union] of Object.entries(declaration.unions)) {
     const variants = union.variants.map((v) => `  | { ${union.tag}: '${v.name}'${v.fields.map((f) => `, ${f.name}: ${f.ts}`).join('')} }`)
     dts.push(`${jsDoc(union.doc)}export type Store${name} =\n${variants.join('\n')}`)
-    const constant = `STORE_${screaming(name)}S`
-    js.push(`${jsDoc(`Every ${name}'s \`${union.tag}\`.`)}const ${constant} = Object.freeze([${union.variants.map((v) => `'${v.name}'`).join(', ')}])`)
-    dts.push(`export declare const ${constant}: readonly [${union.variants.map((v) => `'${v.name}'`).join(', ')}]`)
-    exported.push(constant)
+    frozenList(`STORE_${screaming(name)}S`, `Every ${name}'s \`${union.tag}\`.`, union.variants.map((v) => v.name))
   }
-  for (const [name, keys] of Object.entries(declaration.keys)) {
-    js.push(`${jsDoc(keys.doc)}const ${name} = Object.freeze([${keys.keys.map((k) => `'${k}'`).join(', ')}])`)
-    dts.push(`${jsDoc(keys.doc)}export declare const ${name}: readonly [${keys.keys.map((k) => `'${k}'`).join(', ')}]`)
-    exported.push(name)
-  }
+  for (const [name, keys] of Object.entries(declaration.keys)) frozenList(name, keys.doc, keys.keys)
   const clash = exported.find((name, at) => exported.indexOf(name) !== at)
   if (clash) throw new Error(`wire declaration: two declarations make the JS name ${clash}`)
   const source = `'use strict'\n// ${HEADER}\n\n${js.join('\n\n')}\n\nmodule.exports = { ${exported.join(', ')} }\n`

@@ -123,11 +123,13 @@ export declare function writeSettlementHead(into: Uint32Array, at: number, value
 /** What a call waits on the host for, in the order a call meets them. */
 export type HostKind = 'validate' | 'check' | 'cost' | 'approve'
 
+/** What a call waits on the host for, in the order a call meets them. */
 export declare const HOST_KIND: { readonly validate: 'validate'; readonly check: 'check'; readonly cost: 'cost'; readonly approve: 'approve' }
 
 /** How a handler settled, as the host describes it. */
 export type SettlementKind = 'text' | 'json' | 'none' | 'binary' | 'thrown' | 'unrepresentable' | 'mismatch' | 'command'
 
+/** How a handler settled, as the host describes it. */
 export declare const SETTLEMENT_KIND: { readonly text: 'text'; readonly json: 'json'; readonly none: 'none'; readonly binary: 'binary'; readonly thrown: 'thrown'; readonly unrepresentable: 'unrepresentable'; readonly mismatch: 'mismatch'; readonly command: 'command' }
 
 /** What a station does when the shared store fails: go on without it, or not run the call. */
@@ -224,6 +226,7 @@ export interface OnError {
   breaker?: Fail
 }
 
+/** OnError where nothing is said. */
 export declare const ON_ERROR_DEFAULTS: { readonly cache: 'open'; readonly dedup: 'open'; readonly rateLimit: 'closed'; readonly sessions: 'open'; readonly budget: 'closed'; readonly breaker: 'open' }
 
 /** One operation for a store, as the host's store adapter reads it (`{op: 'take', key, …}`). */
@@ -244,6 +247,7 @@ export type StoreOp =
   | { op: 'breakerAdmit', key: string, halfOpenCalls: number, trialWaitMs: number, ttlMs: number }
   | { op: 'breakerRecord', key: string, admission: 'counted' | 'trial', generation: number, outcome: string, failureRate: number, minCalls: number, windowMs: number, openMs: number, halfOpenCalls: number, ttlMs: number }
 
+/** Every Op's `op`. */
 export declare const STORE_OPS: readonly ['count', 'remembered', 'lookup', 'take', 'refund', 'put', 'release', 'uncount', 'keep', 'remember', 'rollbacks', 'spend', 'unspend', 'breakerAdmit', 'breakerRecord']
 
 /** Executor options the engine reads, as the programmer writes them. */
