@@ -151,6 +151,20 @@ function page(p) {
   return lines.join('\n').slice(0, 2048)
 }
 
+/** A read-only, cached tool that returns a page of `PAGES`: what the realistic scenarios call, each with its own
+ * name, description and handler. */
+const pageTool = {
+  parameters: {
+    type: 'object',
+    properties: { doc: { type: 'string' }, page: { type: 'integer', minimum: 0 } },
+    required: ['doc', 'page'],
+    additionalProperties: false,
+  },
+  readOnly: true,
+  idempotent: true,
+  cache: { ttlMs: 600_000 },
+}
+
 /** One small search tool, declared both ways, for the scenarios that compare how a tool is declared or run. */
 const searchTool = {
   parameters: {
@@ -165,4 +179,4 @@ const searchTool = {
   handler: async ({ query, limit }) => `${query}:${limit}`,
 }
 
-module.exports = { PAGES, compare, contenders, functionCalls, sampleTurns, searchTool, summarize, median, spread, threadCpuNs }
+module.exports = { PAGES, compare, pageTool, contenders, functionCalls, sampleTurns, searchTool, summarize, median, spread, threadCpuNs }

@@ -7,7 +7,7 @@
 
 const net = require('node:net')
 const { once } = require('node:events')
-const { PAGES, compare, contenders, functionCalls, summarize, threadCpuNs } = require('../lib')
+const { PAGES, compare, contenders, functionCalls, pageTool, summarize, threadCpuNs } = require('../lib')
 
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 9)
 const CALLS_PER_SAMPLE = Number(process.env.BENCH_IO_CALLS ?? 400)
@@ -65,17 +65,9 @@ async function oneAtATime(tool) {
 
 /** A page of a document, after 1 to 3 ms of I/O: a realistic call's handler. */
 const fetchPage = {
+  ...pageTool,
   name: 'fetch_page',
   description: 'Fetches one page of a document.',
-  parameters: {
-    type: 'object',
-    properties: { doc: { type: 'string' }, page: { type: 'integer', minimum: 0 } },
-    required: ['doc', 'page'],
-    additionalProperties: false,
-  },
-  readOnly: true,
-  idempotent: true,
-  cache: { ttlMs: 600_000 },
   handler: ({ page: p }) => new Promise((resolve) => setTimeout(() => resolve(PAGES[p % PAGES.length]), 1 + (p % 3))),
 }
 

@@ -3,7 +3,7 @@
 // cache misses) and cache hits. Prints one JSON line: the figures per scenario and contender.
 
 const { z } = require('zod')
-const { PAGES, compare, contenders, functionCalls } = require('../lib')
+const { PAGES, compare, contenders, functionCalls, pageTool } = require('../lib')
 
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 9)
 const CALLS_PER_SAMPLE = Number(process.env.BENCH_CALLS ?? 8192)
@@ -18,18 +18,10 @@ const inc = {
 }
 
 const readPage = {
+  ...pageTool,
   name: 'read_page',
   description: 'Reads one page of a document.',
-  parameters: {
-    type: 'object',
-    properties: { doc: { type: 'string' }, page: { type: 'integer', minimum: 0 } },
-    required: ['doc', 'page'],
-    additionalProperties: false,
-  },
   zodSchema: z.object({ doc: z.string(), page: z.number().int().min(0) }).strict(),
-  readOnly: true,
-  idempotent: true,
-  cache: { ttlMs: 600_000 },
   handler: async ({ page: p }) => PAGES[p % PAGES.length],
 }
 
