@@ -26,6 +26,17 @@ export declare class Engine {
    * `cancelled` is the reason when the turn's signal had fired before it began.
    */
   begin(callsJson: string, policyJson: string, turnJson: string, cancelled?: string | undefined | null): string
+  /** Opens a streaming turn, which takes its calls with `add` until `end`; the step names it. */
+  beginStreaming(policyJson: string, turnJson: string, cancelled?: string | undefined | null): string
+  /** More calls for a streaming turn, after those it has. */
+  add(turn: number, callsJson: string): string
+  /** A streaming turn takes no more calls. */
+  end(turn: number): string
+  /**
+   * The sealed results of a streaming turn's calls at `indices` (as a step's `settled` names them), in the wire
+   * form of `finish`.
+   */
+  takeSettled(turn: number, indices: Uint32Array): Array<string>
   /**
    * Handlers that settled since the last call, packed so that they cross in two values rather than three per
    * settlement: `heads` holds, for each, its run, the length of its kind and the length of its payload (in

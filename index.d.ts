@@ -1273,6 +1273,39 @@ export declare class ToolExecutor<Ctx extends ExecutionContext = ExecutionContex
    * `context` or `signal`.
    */
   execute(calls: readonly ToolCall[], options?: ExecuteOptions<Ctx>): Promise<ToolResult[]>
+  /**
+   * Opens a streaming turn: calls are added as the model streams them and each starts as soon as the scheduler
+   * allows (reads together, a write alone and in its place). `options` mean what they mean for `execute`, the
+   * turn's time limit counted from now. Throws only for programmer errors.
+   */
+  turn(options?: ExecuteOptions<Ctx>): ToolTurn
+}
+
+/** The provider stream formats `ToolTurn.tap` reads tool calls from. */
+export type StreamFormat = 'anthropic' | 'openai-responses' | 'openai-chat' | 'gemini' | 'bedrock'
+
+/**
+ * A turn that takes its calls as they arrive (`gate.turn()`). For any sequence of `add`s, `results` equals what
+ * `execute` gives for the same calls, apart from timing fields.
+ */
+export interface ToolTurn extends AsyncIterable<ToolResult> {
+  /** Adds a call in any shape `execute` takes. Throws a `TypeError` once the turn takes no more calls. */
+  add(call: ToolCall): this
+  /** No more calls: the turn is over when the calls it has are. Idempotent. */
+  end(): void
+  /** As aborting `execute`'s signal: running and waiting calls end as `cancelled`, and the turn takes no more. */
+  cancel(reason?: unknown): void
+  /** Whether the turn still takes calls (not ended, cancelled, past its time limit, or closed). */
+  readonly open: boolean
+  /** One result per added call, in the order added, once the turn is over. */
+  readonly results: Promise<ToolResult[]>
+  /**
+   * Reads a provider's stream (the SDK's stream object, Bedrock's `ConverseStream` response, or any async
+   * iterable of its events), yielding every event unchanged and adding each tool call the moment its arguments
+   * are complete; the turn ends with the stream. A call the stream ends inside is answered `invalid_arguments`,
+   * never run. An error of the stream reaches the reader after the calls it completed were added.
+   */
+  tap<E>(stream: AsyncIterable<E> | Iterable<E> | { stream?: AsyncIterable<E> }, format: StreamFormat): AsyncGenerator<E, void, undefined>
 }
 
 export type ResultFormat = 'anthropic' | 'openai-responses' | 'openai-chat' | 'ai-sdk' | 'gemini' | 'bedrock'

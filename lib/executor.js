@@ -11,7 +11,8 @@ const observe = require('./observe.js')
 const { DEFINITION_FORMATS } = require('./formats.js')
 const { abortReasonText, textOf } = require('./engine/describe.js')
 const { internalFailures, programmerError, policyJson, readResults, serializeCalls } = require('./engine/wire.js')
-const { readAbort, readHostRequest, readLate, readProgress, readStart, readStoreTicket } = require('./engine/wire.generated.js')
+const { readAbort, readHostRequest, readLate, readProgress, readSettled, readStart, readStoreTicket } = require('./engine/wire.generated.js')
+const { ToolTurn, TurnFeed } = require('./executor/turn.js')
 const { ENGINE_OPTIONS, LISTENER_OPTIONS, OBSERVER_OPTIONS, TURN_OPTIONS, finiteNumbers, offAsOptions, pick, takeListeners, takeObservers } = require('./options.js')
 const { warn } = require('./callbacks.js')
 const { takeStore, runTickets } = require('./shared-store.js')
@@ -340,55 +341,110 @@ class ToolExecutor {
    * programmer errors (calls not an array, a malformed context or signal).
    */
   execute(calls, options) {
-    let step, turn, list, signal, context, onProgress, approve
+    let list, opened
     try {
       if (this.#closed) throw new TypeError('execute(calls): this ToolExecutor is closed')
       if (!Array.isArray(calls)) throw new TypeError(`execute(calls): calls must be an array of tool calls, got ${typeof calls}`)
-      let turnOptions
-      ;({ signal, context, onProgress, approve, ...turnOptions } = options ?? {})
-      if (onProgress !== undefined && typeof onProgress !== 'function') throw new TypeError('execute(calls, { onProgress }): onProgress must be a function')
-      if (approve !== undefined && typeof approve !== 'function') throw new TypeError('execute(calls, { approve }): approve must be a function (request) => answer')
-      const turnJson = JSON.stringify(pick(turnOptions, TURN_OPTIONS, 'execute options'))
-      if (signal != null && !(typeof signal.aborted === 'boolean' && typeof signal.addEventListener === 'function' && typeof signal.removeEventListener === 'function')) {
-        throw new TypeError('execute(calls, { signal }): signal must be an AbortSignal')
-      }
       // The turn's own copy: the caller may change the array while it runs, and a hole in it is a call too.
       list = Array.from(calls)
-      const cancelled = signal?.aborted ? abortReasonText(signal.reason) : undefined
-      const policy = policyJson(context)
       const json = serializeCalls(list)
-      // Listening before the engine begins the turn: a signal that cannot be listened to rejects, beginning nothing.
-      let onAbort = null
-      if (signal && !signal.aborted) {
-        onAbort = () => {
-          if (turn === undefined || !this.#turns.has(turn.id)) return
-          this.#runs.sendSettled() // a handler that settled before the abort keeps its result
-          turn.abortReason = signal.reason
-          this.#drive(() => this.#engine.cancel(turn.id, abortReasonText(signal.reason), this.#runs.takeUnstarted(turn.id)))
-        }
-        signal.addEventListener('abort', onAbort, { once: true })
-      }
-      try {
-        step = JSON.parse(programmerError(() => this.#engine.begin(json, policy, turnJson, cancelled)))
-      } catch (err) {
-        if (onAbort) unlisten(signal, onAbort)
-        if (err instanceof TypeError) throw err
-        return Promise.resolve(internalFailures(list, textOf(err)))
-      }
-      // `sent`: the text each call's handler settled with, which the engine does not send back when it is the output.
-      turn = { id: step.turn, resolve: undefined, context, signal, onProgress, approve: approve ?? this.#listeners.approve, onAbort, abortReason: undefined, calls: list, span: undefined, sent: [], parsed: undefined }
+      opened = this.#open(options, 'execute(calls, ', list, (read) => this.#engine.begin(json, read.policy, read.turnJson, read.cancelled))
     } catch (err) {
       return Promise.reject(err)
     }
+    if (typeof opened === 'string') return Promise.resolve(internalFailures(list, opened))
     return new Promise((resolve) => {
-      turn.resolve = resolve
-      const otel = this.#observers?.otel
-      if (otel) turn.span = observe.startTurnSpan(otel, this.#observers.tracer, list.length)
-      this.#turns.set(turn.id, turn)
-      live.set(this.#engine.id, this.#wakeDriver)
-      this.#guard(() => this.#applyStep(step))
-      this.#releaseIfIdle()
+      opened.resolve = resolve
+      this.#started(opened)
     })
+  }
+
+  /**
+   * Opens a streaming turn: calls are added as they arrive (`add`), each started as soon as the scheduler
+   * allows, until `end()`. See `ToolTurn`. Throws only for programmer errors, as `execute` rejects.
+   */
+  turn(options) {
+    if (this.#closed) throw new TypeError('turn(): this ToolExecutor is closed')
+    let turn
+    const feed = new TurnFeed()
+    const control = {
+      add: (call) => {
+        const json = serializeCalls([call])
+        turn.calls.push(call)
+        this.#drive(() => this.#engine.add(turn.id, json))
+        this.#releaseIfIdle()
+      },
+      end: () => this.#drive(() => this.#engine.end(turn.id)),
+      cancel: (reason) => this.#cancelTurn(turn, reason ?? new DOMException('The turn was cancelled', 'AbortError')),
+    }
+    const opened = this.#open(options, 'turn(', [], (read) => this.#engine.beginStreaming(read.policy, read.turnJson, read.cancelled))
+    if (typeof opened === 'string') {
+      warn('the engine failed to begin a streaming turn, so it takes no calls', opened)
+      feed.finish([])
+    } else {
+      turn = opened
+      turn.streaming = feed
+      turn.resolve = (all) => feed.finish(all)
+      this.#started(turn)
+    }
+    return new ToolTurn(control, feed)
+  }
+
+  /**
+   * A turn's options read, its signal listened to, and the engine asked to begin it (`begin(read)` gives the
+   * step). Returns the turn, or the engine's failure as text; throws a programmer's error, `label` naming the
+   * method that was called.
+   */
+  #open(options, label, list, begin) {
+    let turn
+    let { signal, context, onProgress, approve, ...turnOptions } = options ?? {}
+    if (onProgress !== undefined && typeof onProgress !== 'function') throw new TypeError(`${label}{ onProgress }): onProgress must be a function`)
+    if (approve !== undefined && typeof approve !== 'function') throw new TypeError(`${label}{ approve }): approve must be a function (request) => answer`)
+    const turnJson = JSON.stringify(pick(turnOptions, TURN_OPTIONS, label === 'turn(' ? 'turn options' : 'execute options'))
+    if (signal != null && !(typeof signal.aborted === 'boolean' && typeof signal.addEventListener === 'function' && typeof signal.removeEventListener === 'function')) {
+      throw new TypeError(`${label}{ signal }): signal must be an AbortSignal`)
+    }
+    const cancelled = signal?.aborted ? abortReasonText(signal.reason) : undefined
+    const policy = policyJson(context)
+    // Listening before the engine begins the turn: a signal that cannot be listened to rejects, beginning nothing.
+    let onAbort = null
+    if (signal && !signal.aborted) {
+      onAbort = () => {
+        if (turn !== undefined) this.#cancelTurn(turn, signal.reason)
+      }
+      signal.addEventListener('abort', onAbort, { once: true })
+    }
+    let step
+    try {
+      step = JSON.parse(programmerError(() => begin({ policy, turnJson, cancelled })))
+    } catch (err) {
+      if (onAbort) unlisten(signal, onAbort)
+      if (err instanceof TypeError) throw err
+      return textOf(err)
+    }
+    // `sent`: the text each call's handler settled with, which the engine does not send back when it is the output.
+    turn = { id: step.turn, resolve: undefined, context, signal, onProgress, approve: approve ?? this.#listeners.approve, onAbort, abortReason: undefined, calls: list, span: undefined, sent: [], parsed: undefined, streaming: undefined, step }
+    return turn
+  }
+
+  /** A turn the engine has begun: kept, and the step that began it applied. */
+  #started(turn) {
+    const otel = this.#observers?.otel
+    if (otel) turn.span = observe.startTurnSpan(otel, this.#observers.tracer, turn.calls.length)
+    this.#turns.set(turn.id, turn)
+    live.set(this.#engine.id, this.#wakeDriver)
+    const step = turn.step
+    turn.step = undefined
+    this.#guard(() => this.#applyStep(step))
+    this.#releaseIfIdle()
+  }
+
+  /** As the turn's signal firing: running and waiting calls end as cancelled. */
+  #cancelTurn(turn, reason) {
+    if (!this.#turns.has(turn.id)) return
+    this.#runs.sendSettled() // a handler that settled before the abort keeps its result
+    turn.abortReason = reason
+    this.#drive(() => this.#engine.cancel(turn.id, abortReasonText(reason), this.#runs.takeUnstarted(turn.id)))
   }
 
   /** What the engine's wake-up runs: its deadlines and off-thread work taken in. The executor stays reachable from
@@ -486,14 +542,39 @@ class ToolExecutor {
     if (step.progress) for (const progress of step.progress) this.#runs.commandProgress(readProgress(progress))
     if (step.commands) for (const run of step.commands) this.#runs.commandEnded(run)
     if (starts) for (const start of starts) this.#runs.start(start)
+    if (step.settled) this.#settled(step.settled)
     if (step.done) for (const turnId of step.done) this.#finish(turnId)
+  }
+
+  /** Results of streaming turns sealed in this step: taken from the engine, one crossing per turn, and handed to
+   * the turn as they came. */
+  #settled(records) {
+    const byTurn = new Map()
+    for (const record of records) {
+      const { turn, index } = readSettled(record)
+      const indices = byTurn.get(turn)
+      if (indices === undefined) byTurn.set(turn, [index])
+      else indices.push(index)
+    }
+    for (const [turnId, indices] of byTurn) {
+      const turn = this.#turns.get(turnId)
+      if (turn === undefined) continue
+      const results = readResults(this.#engine.takeSettled(turnId, Uint32Array.from(indices)), indices.map((i) => turn.sent[i]), this.#stages)
+      indices.forEach((index, i) => turn.streaming.settled(index, results[i]))
+    }
+  }
+
+  /** What the engine still holds of a streaming turn's results (those no step named as settled), in call order. */
+  #untaken(turn) {
+    const untaken = turn.streaming.untaken(turn.calls.length)
+    return readResults(this.#engine.finish(turn.id), untaken.map((i) => turn.sent[i]), this.#stages)
   }
 
   #finish(turnId) {
     const turn = this.#turns.get(turnId)
     if (turn === undefined) return
     // Read while the turn is still open: should reading fail, the guard finds it and answers it.
-    const results = readResults(this.#engine.finish(turnId), turn.sent, this.#stages)
+    const results = turn.streaming ? turn.streaming.whole(turn.calls.length, this.#untaken(turn)) : readResults(this.#engine.finish(turnId), turn.sent, this.#stages)
     this.#turns.delete(turnId)
     this.#releaseIfIdle()
     if (turn.onAbort) unlisten(turn.signal, turn.onAbort)

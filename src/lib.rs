@@ -156,6 +156,36 @@ impl Engine {
         self.reply(&env, step)
     }
 
+    /// Opens a streaming turn, which takes its calls with `add` until `end`; the step names it.
+    #[napi(catch_unwind)]
+    pub fn begin_streaming(&mut self, env: Env, policy_json: String, turn_json: String, cancelled: Option<String>) -> Result<String> {
+        let policy = policy(&policy_json)?;
+        let options = TurnOptions::from_json(&turn_json).map_err(fail)?;
+        let step = self.inner.begin_streaming(&policy, &options, cancelled.as_deref(), self.now());
+        self.reply(&env, step)
+    }
+
+    /// More calls for a streaming turn, after those it has.
+    #[napi(catch_unwind)]
+    pub fn add(&mut self, env: Env, turn: u32, calls_json: String) -> Result<String> {
+        let step = self.inner.add(turn, &calls_json, self.now()).map_err(fail)?;
+        self.reply(&env, step)
+    }
+
+    /// A streaming turn takes no more calls.
+    #[napi(catch_unwind)]
+    pub fn end(&mut self, env: Env, turn: u32) -> Result<String> {
+        let step = self.inner.end(turn, self.now());
+        self.reply(&env, step)
+    }
+
+    /// The sealed results of a streaming turn's calls at `indices` (as a step's `settled` names them), in the wire
+    /// form of `finish`.
+    #[napi(catch_unwind)]
+    pub fn take_settled(&mut self, turn: u32, indices: Uint32ArraySlice) -> Result<Vec<String>> {
+        self.inner.take_settled(turn, &indices).map_err(fail)
+    }
+
     /// Handlers that settled since the last call, packed so that they cross in two values rather than three per
     /// settlement: `heads` holds, for each, its run, the length of its kind and the length of its payload (in
     /// UTF-16 units, as JS counts them), and `text` is every kind followed by its payload, in order. The host sends

@@ -51,6 +51,18 @@ export type AbortRecord = [run: number, kind: 'timeout' | 'idle_timeout' | 'canc
 
 export declare function readAbort(record: AbortRecord): Abort
 
+/** A call of a streaming turn whose result is sealed: the host takes it with `Engine::take_settled`. */
+export interface Settled {
+  turn: number
+  /** The call's place in its turn, in the order calls were added. */
+  index: number
+}
+
+/** Settled as it crosses. */
+export type SettledRecord = [turn: number, index: number]
+
+export declare function readSettled(record: SettledRecord): Settled
+
 /** A settlement that came after its run's deadline had passed (the host's event loop was blocked, so the deadline could not fire in time): the run timed out, and this is a late settlement. */
 export interface Late {
   run: number
@@ -149,6 +161,8 @@ export interface Step {
   start?: StartRecord[]
   /** Runs whose handlers must be aborted. */
   abort?: AbortRecord[]
+  /** Calls of streaming turns whose results were sealed, in that order: take them with `take_settled`. */
+  settled?: SettledRecord[]
   /** Turns whose results are all in: call `finish`. */
   done?: number[]
   /** Work only the host can do before a call may run. */

@@ -28,6 +28,8 @@ pub struct IncomingCall {
     pub unreadable: Option<String>,
     /// Halves of UTF-16 surrogate pairs in the arguments, read as U+FFFD.
     pub lone_surrogates: usize,
+    /// The stream the call came in ended inside its arguments: they are what arrived, and the call never runs.
+    pub cut: bool,
 }
 
 /// The marker the JS layer puts in place of a call it could not serialize.
@@ -79,6 +81,8 @@ struct WireCall<'a> {
     meta: Option<&'a RawValue>,
     #[serde(rename = "__toolgateUnserializable", default, borrow, deserialize_with = "present")]
     unserializable: Option<&'a RawValue>,
+    #[serde(rename = "__toolgateCut", default, borrow, deserialize_with = "present")]
+    cut: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -100,7 +104,7 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValu
 }
 
 fn read_call(item: &RawValue) -> IncomingCall {
-    let unreadable = |why: String| IncomingCall { id: new_call_id(), name: String::new(), args: RawArgs::Missing, unreadable: Some(why), lone_surrogates: 0 };
+    let unreadable = |why: String| IncomingCall { id: new_call_id(), name: String::new(), args: RawArgs::Missing, unreadable: Some(why), lone_surrogates: 0, cut: false };
     if !item.get().starts_with('{') {
         let value: Value = json::from_str_mended(item.get()).map_or(Value::Null, |(v, _)| v);
         return unreadable(format!("a tool call must be an object, got {}", type_name(&value)));
@@ -184,7 +188,8 @@ fn from_wire((call, function): (WireCall<'_>, WireCall<'_>)) -> IncomingCall {
     };
     let stray = !named && !call.has_call_fields();
     let unreadable = unreadable_why.or_else(|| stray.then(|| SHAPES.to_string()));
-    IncomingCall { id, name, args, unreadable, lone_surrogates }
+    let cut = call.cut.is_some_and(|v| v.get() == "true");
+    IncomingCall { id, name, args, unreadable, lone_surrogates, cut }
 }
 
 /// MCP's progress token, a string or an integer, as the call's id.

@@ -17,14 +17,20 @@ pub struct Schedule {
 impl Schedule {
     /// `calls`: (input index, read-only) for every call that will run, in input order.
     pub fn new(calls: impl IntoIterator<Item = (usize, bool)>, concurrency: usize) -> Self {
-        let mut groups: VecDeque<Group> = VecDeque::new();
+        let mut schedule = Schedule { groups: VecDeque::new(), running: 0, concurrency: concurrency.max(1) };
+        schedule.extend(calls);
+        schedule
+    }
+
+    /// Calls that arrive after the others, in input order: a read-only call joins the read-only calls running or
+    /// waiting last, a state-changing one waits for every call before it.
+    pub fn extend(&mut self, calls: impl IntoIterator<Item = (usize, bool)>) {
         for (index, read_only) in calls {
-            match groups.back_mut() {
+            match self.groups.back_mut() {
                 Some(group) if read_only && group.concurrent => group.waiting.push_back(index),
-                _ => groups.push_back(Group { waiting: VecDeque::from([index]), concurrent: read_only }),
+                _ => self.groups.push_back(Group { waiting: VecDeque::from([index]), concurrent: read_only }),
             }
         }
-        Schedule { groups, running: 0, concurrency: concurrency.max(1) }
     }
 
     /// The calls that may start now; the caller reports each one's end with `finished`. `may_start` is asked

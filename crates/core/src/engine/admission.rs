@@ -13,7 +13,7 @@ use crate::registry::Tool;
 use crate::repair;
 use crate::result::{ErrorKind, Redactions, Repair, ToolResult};
 use crate::shape::Shaper;
-use crate::text::{clip, QUOTED_CHARS};
+use crate::text::{char_count, clip, QUOTED_CHARS};
 use crate::timer::after;
 use crate::ops::Reply;
 use crate::panic::{self, contained};
@@ -119,6 +119,17 @@ impl Engine {
             return (slot, None);
         }
         let raw = std::mem::replace(&mut call.args, crate::calls::RawArgs::Missing);
+        if call.cut {
+            // Whatever repair could make of half the arguments is not what the model meant: it is told what arrived.
+            let arrived = match &raw {
+                crate::calls::RawArgs::Text(text) => text.clone(),
+                crate::calls::RawArgs::Parsed(value) => value.to_string(),
+                _ => String::new(),
+            };
+            let error = format!("Tool \"{name}\": the stream ended inside this call's arguments, so it was not run. Send the whole call again. What arrived of them ({} characters): {arrived}", char_count(&arrived));
+            refuse(&mut slot, "parse", &name, ErrorKind::InvalidArguments, error);
+            return (slot, None);
+        }
         let parsed = match parse::parse(raw, call.lone_surrogates, repair.json) {
             Ok(parsed) => parsed,
             Err(error) => {
@@ -163,13 +174,13 @@ impl Engine {
         (slot, Some(args))
     }
 
-    /// Admits the calls of a turn just opened, in order: each gets its slot, and those that may run their
-    /// arguments. Returns each runnable call's place and whether it is read-only, for the turn's schedule. With
+    /// Admits calls into a turn, in order, at the places from `first` on: each gets its slot, and those that may run
+    /// their arguments. Returns each runnable call's place and whether it is read-only, for the turn's schedule. With
     /// stopOnError, a state-changing call refused here stops every call after it.
-    pub(super) fn admit_calls(&mut self, turn_id: u32, calls: Vec<IncomingCall>, now: Instant, step: &mut Step) -> Vec<(usize, bool)> {
+    pub(super) fn admit_calls(&mut self, turn_id: u32, first: usize, calls: Vec<IncomingCall>, now: Instant, step: &mut Step) -> Vec<(usize, bool)> {
         let mut runnable = Vec::new();
-        let mut stopped_by: Option<(String, String)> = None;
-        for (index, mut call) in calls.into_iter().enumerate() {
+        let mut stopped_by = self.turns.live(turn_id).stopped_by.clone();
+        for (index, mut call) in (first..).zip(calls) {
             let at = At { turn: turn_id, index };
             // Stations 1–7 on what the model sent: a bug there costs this call alone.
             let runs = contained(|| self.admit_call(at, &mut call, stopped_by.as_ref(), now, step)).unwrap_or_else(|bug| {
@@ -194,6 +205,7 @@ impl Engine {
                 }
             }
         }
+        self.turns.live_mut(turn_id).stopped_by = stopped_by;
         runnable
     }
 

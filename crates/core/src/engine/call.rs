@@ -166,6 +166,13 @@ pub(super) struct Turn {
     pub(super) begun_epoch_ms: f64,
     pub(super) deadline: Option<(Instant, u64)>,
     pub(super) stop_on_error: bool,
+    /// With stopOnError, the state-changing call that failed (its id and tool): every call after it is not run,
+    /// those added later too.
+    pub(super) stopped_by: Option<(String, String)>,
+    /// A streaming turn: each result is reported as it is sealed (`Step::settled`), and the turn takes calls
+    /// (`accepting`) until it is ended.
+    pub(super) streaming: bool,
+    pub(super) accepting: bool,
     /// The context's policy (its plain fields key rate limits, caches and sessions).
     pub(super) policy: Policy,
     /// Who may read back the artifacts its calls save (see `artifacts::owner`).

@@ -29,7 +29,11 @@ impl Engine {
 
     /// A turn ends before its calls do (cancelled, or its deadline passed): every call still open is answered.
     /// `unstarted`: runs handed out that the host had not started yet (starts still in `step` count too).
+    /// A streaming turn takes no more calls.
     pub(super) fn end_turn_early(&mut self, turn_id: u32, now: Instant, unstarted: &[u32], step: &mut Step, why: TurnEnd<'_>) {
+        if self.stop_accepting(turn_id) {
+            self.dirty.insert(turn_id);
+        }
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
         if turn.open == 0 {
             return;

@@ -15,7 +15,7 @@ use crate::bounded::Bounded;
 use crate::artifacts;
 use crate::breaker::Phase;
 use crate::cache::{self};
-use crate::calls::read_calls;
+use crate::calls::{read_calls, IncomingCall};
 use crate::normalize::Outcome;
 use crate::options::{EngineOptions, ToolSpec, TurnOptions};
 use crate::permission::{Permissions, Policy};
@@ -45,7 +45,7 @@ mod tickets;
 mod wire;
 pub use counters::ToolCounters;
 pub use settlement::{Shaped, Shaping};
-pub use wire::{Abort, HostAnswer, HostKind, HostRequest, Late, Start, Step};
+pub use wire::{Abort, HostAnswer, HostKind, HostRequest, Late, Settled, Start, Step};
 use call::{At, Run, Turn, Turns};
 use cancellation::TurnEnd;
 use counters::tally;
@@ -256,6 +256,17 @@ impl Engine {
         now: Instant,
     ) -> Result<Step, String> {
         let calls = read_calls(calls_json)?;
+        Ok(self.open_turn(calls, policy, options, cancelled, false, now))
+    }
+
+    /// Opens a streaming turn: it takes calls as they come (`add`) until it is ended (`end`, a cancel or its
+    /// deadline), schedules each as it arrives by the rules of a turn handed over whole, and reports each result
+    /// as it is sealed (`Step::settled`). Its deadline counts from now.
+    pub fn begin_streaming(&mut self, policy: &Policy, options: &TurnOptions, cancelled: Option<&str>, now: Instant) -> Step {
+        self.open_turn(Vec::new(), policy, options, cancelled, true, now)
+    }
+
+    fn open_turn(&mut self, calls: Vec<IncomingCall>, policy: &Policy, options: &TurnOptions, cancelled: Option<&str>, streaming: bool, now: Instant) -> Step {
         let policy = self.under(policy);
         let turn_id = self.next_turn;
         let _span = tracing::debug_span!("toolgate.begin", turn = turn_id, calls = calls.len()).entered();
@@ -272,6 +283,9 @@ impl Engine {
             begun_epoch_ms,
             deadline,
             stop_on_error: options.stop_on_error,
+            stopped_by: None,
+            streaming,
+            accepting: streaming,
             owner: artifacts::owner(&policy.fields).map(Arc::from),
             policy,
             done_reported: false,
@@ -279,13 +293,67 @@ impl Engine {
         };
         self.turns.insert(turn_id, turn);
         let mut step = Step::default();
-        let runnable = self.admit_calls(turn_id, calls, now, &mut step);
-        let open = runnable.len();
-        let turn = self.turns.get_mut(&turn_id).expect("just opened");
-        turn.schedule = Schedule::new(runnable, self.options.concurrency);
-        turn.open = open;
-        let sealing = Sealing { note: self.options.repair.note, trace: self.options.trace, begun: now, begun_epoch_ms, shaper: &self.shaper };
-        for slot in turn.slots.iter_mut() {
+        self.admit_into(turn_id, calls, now, &mut step);
+        let open = self.turns.live(turn_id).open;
+        if let Some((end, _)) = deadline.filter(|_| open > 0 || streaming) {
+            self.deadlines.arm(end, Alarm::Turn(turn_id));
+        }
+        if let Some(reason) = cancelled {
+            step.absorb(self.cancel(turn_id, reason, &[], now));
+        }
+        step.turn = Some(turn_id);
+        self.dirty.insert(turn_id);
+        self.drain(now, &mut step);
+        step
+    }
+
+    /// More calls for a streaming turn that still takes them: each is admitted, answered or scheduled after the
+    /// calls before it, as if it had come with them.
+    pub fn add(&mut self, turn_id: u32, calls_json: &str, now: Instant) -> Result<Step, String> {
+        match self.turns.get(&turn_id) {
+            Some(turn) if turn.accepting => {}
+            Some(_) => return Err(format!("turn {turn_id} takes no more calls: it has ended")),
+            None => return Err(format!("no turn {turn_id}")),
+        }
+        let calls = read_calls(calls_json)?;
+        let mut step = Step::default();
+        self.admit_into(turn_id, calls, now, &mut step);
+        self.dirty.insert(turn_id);
+        self.drain(now, &mut step);
+        Ok(step)
+    }
+
+    /// A streaming turn takes no more calls: it is done when the calls it has are. Ending it again changes nothing.
+    pub fn end(&mut self, turn_id: u32, now: Instant) -> Step {
+        let mut step = Step::default();
+        if self.stop_accepting(turn_id) {
+            self.dirty.insert(turn_id);
+            self.drain(now, &mut step);
+        }
+        step
+    }
+
+    /// Ends a streaming turn's taking of calls; true when it was taking them. With no call open, its deadline
+    /// has nothing left to end.
+    fn stop_accepting(&mut self, turn_id: u32) -> bool {
+        let Some(turn) = self.turns.get_mut(&turn_id).filter(|t| t.accepting) else { return false };
+        turn.accepting = false;
+        if let (0, Some((end, _))) = (turn.open, turn.deadline) {
+            self.deadlines.disarm(end, Alarm::Turn(turn_id));
+        }
+        true
+    }
+
+    /// Calls admitted into an open turn after those it has: each that cannot run is answered and sealed now, the
+    /// others join its schedule.
+    fn admit_into(&mut self, turn_id: u32, calls: Vec<IncomingCall>, now: Instant, step: &mut Step) {
+        let first = self.turns.live(turn_id).slots.len();
+        let runnable = self.admit_calls(turn_id, first, calls, now, step);
+        let turn = self.turns.live_mut(turn_id);
+        turn.open += runnable.len();
+        turn.schedule.extend(runnable);
+        let sealing = Sealing { note: self.options.repair.note, trace: self.options.trace, begun: turn.begun, begun_epoch_ms: turn.begun_epoch_ms, shaper: &self.shaper };
+        for (index, slot) in turn.slots.iter_mut().enumerate().skip(first) {
             if let Some(mut result) = slot.result.take() {
                 // A cache hit answered here says it repeats a query, as one answered later does in `settle`.
                 if let (Some(repeat), Some(tool), true) = (&slot.dedup, &slot.tool, result.cached) {
@@ -295,18 +363,11 @@ impl Engine {
                 tracing::debug!(turn = turn_id, call = %self.shaper.redact_text(&slot.id), tool = %result.name, outcome = result.error_kind.map_or("ok", ErrorKind::as_str), "call answered without running");
                 tally(&mut self.metrics, &mut self.unknown_tool_metrics, &result, slot.tool.is_some());
                 slot.result = Some(result);
+                if turn.streaming {
+                    step.settled.push(Settled { turn: turn_id, index: index as u32 });
+                }
             }
         }
-        if let Some((end, _)) = deadline.filter(|_| open > 0) {
-            self.deadlines.arm(end, Alarm::Turn(turn_id));
-        }
-        if let Some(reason) = cancelled {
-            step.absorb(self.cancel(turn_id, reason, &[], now));
-        }
-        step.turn = Some(turn_id);
-        self.dirty.insert(turn_id);
-        self.drain(now, &mut step);
-        Ok(step)
     }
 
     /// The host answered a request (a check or an approval). An answer that comes too late, or for a call whose
@@ -592,6 +653,18 @@ impl Engine {
         Ok(crate::result::results_to_wire(results, &mut self.stage_table))
     }
 
+    /// The sealed results of a streaming turn's calls at `indices`, in that order and in the wire form of
+    /// `finish`, taken out of the turn: `finish` gives only those not taken.
+    pub fn take_settled(&mut self, turn_id: u32, indices: &[u32]) -> Result<Vec<String>, String> {
+        let turn = self.turns.get_mut(&turn_id).ok_or_else(|| format!("no turn {turn_id}"))?;
+        let mut results = Vec::with_capacity(indices.len());
+        for &index in indices {
+            let slot = turn.slots.get_mut(index as usize).ok_or_else(|| format!("turn {turn_id} has no call {index}"))?;
+            results.push(slot.result.take().ok_or_else(|| format!("call {index} of turn {turn_id} has no result to take"))?);
+        }
+        Ok(crate::result::results_to_wire(results, &mut self.stage_table))
+    }
+
     pub fn take_results(&mut self, turn_id: u32) -> Result<Vec<ToolResult>, String> {
         Ok(self.take_boxed(turn_id)?.into_iter().map(|r| *r).collect())
     }
@@ -606,7 +679,9 @@ impl Engine {
         }
         let turn = self.turns.remove(&turn_id).expect("checked above");
         self.held_back.remove(&turn_id);
-        Ok(turn.slots.into_iter().map(|s| s.result.expect("a finished turn has every result")).collect())
+        // A streaming turn's results taken as they settled are the host's already.
+        let streaming = turn.streaming;
+        Ok(turn.slots.into_iter().filter_map(|s| if streaming { s.result } else { Some(s.result.expect("a finished turn has every result")) }).collect())
     }
 
     /// How many handlers are running across all turns.

@@ -82,7 +82,7 @@ impl Engine {
             self.launch(At { turn: turn_id, index }, now, step);
         }
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };
-        if turn.open == 0 && !turn.done_reported {
+        if turn.open == 0 && !turn.accepting && !turn.done_reported {
             turn.done_reported = true;
             step.done.push(turn_id);
             self.held_back.remove(&turn_id);

@@ -18,7 +18,7 @@ use crate::panic::{self, contained};
 use crate::{fence, invoke, shape, validate};
 
 use super::{Engine, Alarm, mark, millis};
-use super::wire::Step;
+use super::wire::{Settled, Step};
 use super::call::{At, Slot};
 use super::admission::stopped_after;
 use super::counters::tally;
@@ -286,7 +286,8 @@ impl Engine {
         sealing.seal(&mut result, slot, ran_ms);
         let stops_turn = turn.stop_on_error && !result.success && slot.tool.as_ref().is_some_and(|t| !t.spec.read_only);
         // Worded only when the turn stops: most results stop nothing.
-        let why = stops_turn.then(|| stopped_after(&self.shaper, &slot.id, &result.name));
+        let stopped_by = stops_turn.then(|| (slot.id.clone(), result.name.clone()));
+        let why = stopped_by.as_ref().map(|(id, name)| stopped_after(&self.shaper, id, name));
         tracing::debug!(
             turn = at.turn,
             call = %self.shaper.redact_text(&slot.id),
@@ -301,7 +302,12 @@ impl Engine {
         slot.result = Some(result);
         turn.args.remove(&at.index);
         turn.open -= 1;
+        if turn.streaming {
+            step.settled.push(Settled { turn: at.turn, index: at.index as u32 });
+        }
         if let Some(why) = why {
+            // Calls a streaming turn takes later are not run either.
+            turn.stopped_by = stopped_by;
             for skipped in turn.schedule.take_waiting() {
                 let skipped = At { turn: at.turn, index: skipped };
                 let slot = self.slot_mut(skipped);
@@ -319,7 +325,7 @@ impl Engine {
             }
         }
         let Some(turn) = self.turns.get_mut(&at.turn) else { return };
-        if turn.open == 0 {
+        if turn.open == 0 && !turn.accepting {
             if let Some((end, _)) = turn.deadline {
                 self.deadlines.disarm(end, Alarm::Turn(at.turn));
             }

@@ -87,6 +87,26 @@ impl serde::Serialize for Abort {
     }
 }
 
+/// A call of a streaming turn whose result is sealed: the host takes it with `Engine::take_settled`.
+///
+/// On the wire: `[turn, index]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settled {
+    pub turn: u32,
+    /// The call's place in its turn, in the order calls were added.
+    pub index: u32,
+}
+
+impl serde::Serialize for Settled {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeTuple;
+        let mut t = s.serialize_tuple(2)?;
+        t.serialize_element(&self.turn)?;
+        t.serialize_element(&self.index)?;
+        t.end()
+    }
+}
+
 /// A settlement that came after its run's deadline had passed (the host's event loop was blocked, so the deadline could not fire in time): the run timed out, and this is a late settlement.
 ///
 /// On the wire: `[run, endedBy, outcome, afterMs]`.
@@ -179,6 +199,9 @@ pub struct Step {
     /// Runs whose handlers must be aborted.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub abort: Vec<Abort>,
+    /// Calls of streaming turns whose results were sealed, in that order: take them with `take_settled`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub settled: Vec<Settled>,
     /// Turns whose results are all in: call `finish`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub done: Vec<u32>,
@@ -211,6 +234,7 @@ impl Step {
         self.turn.is_none()
             && self.start.is_empty()
             && self.abort.is_empty()
+            && self.settled.is_empty()
             && self.done.is_empty()
             && self.host.is_empty()
             && self.late.is_empty()
@@ -223,10 +247,11 @@ impl Step {
 
     /// Takes in what `other` asks, after what this one does.
     pub fn absorb(&mut self, other: Step) {
-        let Step { turn, start, abort, done, host, late, store, breaker, commands, progress, wake } = other;
+        let Step { turn, start, abort, settled, done, host, late, store, breaker, commands, progress, wake } = other;
         self.turn = self.turn.or(turn);
         self.start.extend(start);
         self.abort.extend(abort);
+        self.settled.extend(settled);
         self.done.extend(done);
         self.host.extend(host);
         self.late.extend(late);

@@ -27,6 +27,8 @@ pub struct Host {
     pub log: Vec<(&'static str, String)>,
     pub running: HashMap<u32, String>,
     pub done: Vec<u32>,
+    /// Calls of streaming turns whose results were sealed, as (turn, index), in the order the steps named them.
+    pub settled: Vec<(u32, u32)>,
     /// How the host answers checks and approvals (JSON); None leaves them unanswered, for a test to answer.
     pub answer: Option<fn(&HostRequest) -> String>,
     /// Requests left unanswered.
@@ -78,6 +80,7 @@ impl Host {
             log: vec![],
             running: HashMap::new(),
             done: vec![],
+            settled: vec![],
             answer: Some(no_callback),
             requests: vec![],
             store: vec![],
@@ -145,6 +148,7 @@ impl Host {
     /// as JS settles them on later microtasks.
     pub fn apply(&mut self, step: Step) {
         self.done.extend(&step.done);
+        self.settled.extend(step.settled.iter().map(|s| (s.turn, s.index)));
         self.store.extend(step.store.into_iter().map(|t| (t.ticket, t.ops)));
         for Abort { run, .. } in step.abort {
             if let Some(name) = self.running.remove(&run) {
@@ -200,6 +204,43 @@ impl Host {
         let turn = step.turn.unwrap();
         self.apply(step);
         turn
+    }
+
+    /// Opens a streaming turn.
+    pub fn stream(&mut self, options: TurnOptions) -> u32 {
+        let step = self.engine.begin_streaming(&Policy::default(), &options, None, self.now);
+        let turn = step.turn.unwrap();
+        self.apply(step);
+        turn
+    }
+
+    /// Adds calls to a streaming turn.
+    pub fn add(&mut self, turn: u32, calls: Value) {
+        let step = self.engine.add(turn, &calls.to_string(), self.now).unwrap();
+        self.apply(step);
+    }
+
+    pub fn end(&mut self, turn: u32) {
+        let step = self.engine.end(turn, self.now);
+        self.apply(step);
+    }
+
+    /// A running handler settles.
+    pub fn settle(&mut self, run: u32, outcome: Outcome) {
+        let name = self.running.remove(&run).expect("a running handler");
+        self.log.push(("end", name));
+        let step = self.engine.complete(run, outcome, self.now);
+        self.apply(step);
+    }
+
+    /// The handler of `name` that started first among those running.
+    pub fn run_of(&self, name: &str) -> u32 {
+        *self.running.iter().filter(|(_, n)| n.as_str() == name).map(|(run, _)| run).min().expect("a run of that tool")
+    }
+
+    /// Handler starts and ends so far, as `start:name` / `end:name`.
+    pub fn order(&self) -> Vec<String> {
+        self.log.iter().map(|(e, n)| format!("{e}:{n}")).collect()
     }
 
     pub fn advance_clock(&mut self, ms: u64) {
