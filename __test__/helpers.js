@@ -28,6 +28,24 @@ function collectWarnings() {
   return { warnings, stop: () => process.off('warning', onWarning) }
 }
 
+/** mulberry32: a small seeded generator, so that a failing run can be replayed. */
+function generator(seed) {
+  let a = seed >>> 0
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+  return {
+    next,
+    int: (n) => Math.floor(next() * n),
+    pick: (items) => items[Math.floor(next() * items.length)],
+    chance: (p) => next() < p,
+  }
+}
+
 /** A promise with its resolve/reject exposed. */
 function deferred() {
   let resolve
@@ -174,6 +192,7 @@ function counterView(stats) {
 const kinds = (results) => results.map((r) => r.errorKind ?? 'ok')
 
 module.exports = {
+  generator,
   PACKAGE_DIR,
   counts,
   counterView,

@@ -7,29 +7,12 @@
 const { describe, it } = require('node:test')
 const assert = require('node:assert/strict')
 const { ToolExecutor, ERROR_KINDS } = require('..')
+const { generator } = require('./helpers.js')
 
 const SEED = Number(process.env.TOOLGATE_PROPERTY_SEED ?? 20261201)
 const TURNS = Number(process.env.TOOLGATE_PROPERTY_TURNS ?? 200)
 /** Longer than any turn can take here (every limit below is tens of ms): a turn still open then hangs. */
 const TURN_GUARD_MS = 10_000
-
-/** mulberry32: a small seeded generator, so that a failing run can be replayed. */
-function generator(seed) {
-  let a = seed >>> 0
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-  return {
-    next,
-    int: (n) => Math.floor(next() * n),
-    pick: (items) => items[Math.floor(next() * items.length)],
-    chance: (p) => next() < p,
-  }
-}
 
 const cyclic = () => {
   const o = { a: 1 }

@@ -166,9 +166,11 @@ pub(super) struct Turn {
     pub(super) begun_epoch_ms: f64,
     pub(super) deadline: Option<(Instant, u64)>,
     pub(super) stop_on_error: bool,
-    /// With stopOnError, the state-changing call that failed (its id and tool): every call after it is not run,
-    /// those added later too.
+    /// With stopOnError: the state-changing call refused at admission (its id and tool), after which no call is
+    /// admitted, those a streaming turn takes later too; and why the turn stopped when one failed while running,
+    /// after which every call admitted is answered `not_executed` before it starts.
     pub(super) stopped_by: Option<(String, String)>,
+    pub(super) halted: Option<String>,
     /// A streaming turn: each result is reported as it is sealed (`Step::settled`), and the turn takes calls
     /// (`accepting`) until it is ended.
     pub(super) streaming: bool,

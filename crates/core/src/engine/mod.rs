@@ -284,6 +284,7 @@ impl Engine {
             deadline,
             stop_on_error: options.stop_on_error,
             stopped_by: None,
+            halted: None,
             streaming,
             accepting: streaming,
             owner: artifacts::owner(&policy.fields).map(Arc::from),
@@ -351,7 +352,7 @@ impl Engine {
         let runnable = self.admit_calls(turn_id, first, calls, now, step);
         let turn = self.turns.live_mut(turn_id);
         turn.open += runnable.len();
-        turn.schedule.extend(runnable);
+        turn.schedule.extend(runnable.iter().copied());
         let sealing = Sealing { note: self.options.repair.note, trace: self.options.trace, begun: turn.begun, begun_epoch_ms: turn.begun_epoch_ms, shaper: &self.shaper };
         for (index, slot) in turn.slots.iter_mut().enumerate().skip(first) {
             if let Some(mut result) = slot.result.take() {
@@ -365,6 +366,14 @@ impl Engine {
                 slot.result = Some(result);
                 if turn.streaming {
                     step.settled.push(Settled { turn: turn_id, index: index as u32 });
+                }
+            }
+        }
+        // Answered after those refused at admission, as when the turn's stop swept its waiting calls.
+        if let Some(why) = turn.halted.clone() {
+            for (index, _) in runnable {
+                if self.turns.live_mut(turn_id).schedule.remove(index) {
+                    self.skip(At { turn: turn_id, index }, &why, now, step);
                 }
             }
         }

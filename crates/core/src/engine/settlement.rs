@@ -286,8 +286,7 @@ impl Engine {
         sealing.seal(&mut result, slot, ran_ms);
         let stops_turn = turn.stop_on_error && !result.success && slot.tool.as_ref().is_some_and(|t| !t.spec.read_only);
         // Worded only when the turn stops: most results stop nothing.
-        let stopped_by = stops_turn.then(|| (slot.id.clone(), result.name.clone()));
-        let why = stopped_by.as_ref().map(|(id, name)| stopped_after(&self.shaper, id, name));
+        let why = stops_turn.then(|| stopped_after(&self.shaper, &slot.id, &result.name));
         tracing::debug!(
             turn = at.turn,
             call = %self.shaper.redact_text(&slot.id),
@@ -306,22 +305,11 @@ impl Engine {
             step.settled.push(Settled { turn: at.turn, index: at.index as u32 });
         }
         if let Some(why) = why {
-            // Calls a streaming turn takes later are not run either.
-            turn.stopped_by = stopped_by;
+            // Calls a streaming turn takes later are admitted, then skipped as these are; the first stop stands
+            // (a write skipped here fails too).
+            turn.halted.get_or_insert_with(|| why.clone());
             for skipped in turn.schedule.take_waiting() {
-                let skipped = At { turn: at.turn, index: skipped };
-                let slot = self.slot_mut(skipped);
-                // One waiting on the host is answered now: its request no longer counts.
-                if let Some(ticket) = slot.pending.take() {
-                    if let Some((_, _, due)) = self.tickets.remove(&ticket) {
-                        self.deadlines.disarm(due, Alarm::Host(ticket));
-                    }
-                }
-                let slot = self.slot_mut(skipped);
-                let name = slot.tool.as_ref().map_or(String::new(), |t| t.spec.name.clone());
-                slot.marks.push(mark("invoke", "not_executed"));
-                let result = invoke::not_executed(slot.id.clone(), &name, &why);
-                self.settle(skipped, Box::new(result), now, step);
+                self.skip(At { turn: at.turn, index: skipped }, &why, now, step);
             }
         }
         let Some(turn) = self.turns.get_mut(&at.turn) else { return };
@@ -331,6 +319,22 @@ impl Engine {
             }
         }
         self.dirty.insert(at.turn);
+    }
+
+    /// A call admitted but not started, answered `not_executed` because the turn stopped (`why`).
+    pub(super) fn skip(&mut self, at: At, why: &str, now: Instant, step: &mut Step) {
+        let slot = self.slot_mut(at);
+        // One waiting on the host is answered now: its request no longer counts.
+        if let Some(ticket) = slot.pending.take() {
+            if let Some((_, _, due)) = self.tickets.remove(&ticket) {
+                self.deadlines.disarm(due, Alarm::Host(ticket));
+            }
+        }
+        let slot = self.slot_mut(at);
+        let name = slot.tool.as_ref().map_or(String::new(), |t| t.spec.name.clone());
+        slot.marks.push(mark("invoke", "not_executed"));
+        let result = invoke::not_executed(slot.id.clone(), &name, why);
+        self.settle(at, Box::new(result), now, step);
     }
 
     /// A judged tool's success: a flag counts toward the session's consecutive rollbacks, and past the limit it is
