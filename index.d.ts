@@ -1289,8 +1289,11 @@ export type StreamFormat = 'anthropic' | 'openai-responses' | 'openai-chat' | 'g
  * `execute` gives for the same calls, apart from timing fields.
  */
 export interface ToolTurn extends AsyncIterable<ToolResult> {
-  /** Adds a call in any shape `execute` takes. Throws a `TypeError` once the turn takes no more calls. */
-  add(call: ToolCall): this
+  /**
+   * Adds a call in any shape `execute` takes; it starts as soon as the scheduler allows. Resolves to its result
+   * (never rejects). Throws a `TypeError` once the turn takes no more calls.
+   */
+  add(call: ToolCall): Promise<ToolResult>
   /** No more calls: the turn is over when the calls it has are. Idempotent. */
   end(): void
   /** As aborting `execute`'s signal: running and waiting calls end as `cancelled`, and the turn takes no more. */

@@ -156,6 +156,60 @@ for (const major of [5, 6, 7]) {
       assert.deepEqual([...byId(sdk.sentResults(m, 1)).keys()], ['r1', 'w', 'r2'])
     })
 
+    it('under streamText, the calls of a step streamed far apart run as one turn of the gate, reads together and the write in its place', async () => {
+      const sdk = await load(major)
+      const traces = new Set()
+      const rec = recorder()
+      const gate = new ToolExecutor({ audit: { onRecord: (record) => traces.add(record.traceId) } })
+      gate.register({ name: 'read', readOnly: true, parameters: KEY, handler: rec.handler(60) })
+      gate.register({ name: 'write', parameters: KEY, handler: rec.handler(60) })
+      const call = (id, name) => ({ type: 'tool-call', toolCallId: id, toolName: name, input: `{"id":"${id}"}` })
+      const usage = major === 5 ? { inputTokens: 1, outputTokens: 1, totalTokens: 2 } : { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } }
+      const finish = (reason) => (major === 5 ? reason : { unified: reason, raw: reason })
+      const chunks = [call('r1', 'read'), call('r2', 'read'), call('w', 'write'), call('r3', 'read'), { type: 'finish', finishReason: finish('tool-calls'), usage }]
+      const test = await import(sdk.spec.test)
+      const m = new test[sdk.spec.mock]({
+        doStream: [
+          { stream: test.simulateReadableStream({ chunks, chunkDelayInMs: 25 }) },
+          { stream: test.simulateReadableStream({ chunks: [{ type: 'text-start', id: 't' }, { type: 'text-delta', id: 't', delta: 'done' }, { type: 'text-end', id: 't' }, { type: 'finish', finishReason: finish('stop'), usage }] }) },
+        ],
+      })
+      const result = await sdk.loop({ model: m, tools: aiSdkTools(gate), gate, via: 'streamText' })
+      assert.equal(result.text, 'done')
+      assert.ok(rec.index('start:r2') < rec.index('end:r1'), `the reads ran together: ${rec.events}`)
+      assert.ok(rec.index('start:w') > rec.index('end:r2'), `the write waited for both reads: ${rec.events}`)
+      assert.ok(rec.index('start:r3') > rec.index('end:w'), `the read after the write waited for it: ${rec.events}`)
+      assert.equal(traces.size, 1, 'one turn of the gate for the step')
+      assert.deepEqual([...byId(sdk.sentResults(m, 1)).keys()], ['r1', 'r2', 'w', 'r3'])
+    })
+
+    it('calls handed over one by one as the model streams them (each started when parsed) join the step\'s streaming turn', async () => {
+      const traces = new Set()
+      const rec = recorder()
+      const gate = new ToolExecutor({ audit: { onRecord: (record) => traces.add(record.traceId) } })
+      gate.register({ name: 'read', readOnly: true, parameters: KEY, handler: rec.handler(60) })
+      gate.register({ name: 'write', parameters: KEY, handler: rec.handler(60) })
+      const tools = aiSdkTools(gate)
+      const messages = []
+      const started = []
+      for (const [id, name] of [['r1', 'read'], ['r2', 'read'], ['w', 'write'], ['r3', 'read']]) {
+        started.push(tools[name].execute({ id }, { toolCallId: id, messages, abortSignal: undefined }))
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      const outputs = await Promise.all(started)
+      assert.deepEqual(outputs.map((o) => o.output), ['r1', 'r2', 'w', 'r3'])
+      assert.ok(rec.index('start:r2') < rec.index('end:r1'), `r2, handed over 20 ms after r1, ran beside it: ${rec.events}`)
+      assert.ok(rec.index('start:w') > rec.index('end:r2'), `the write waited for both reads: ${rec.events}`)
+      assert.ok(rec.index('start:r3') > rec.index('end:w'), `the read after the write waited for it: ${rec.events}`)
+      await new Promise((resolve) => setTimeout(resolve, 5)) // the turn ends once the event loop has turned
+      assert.equal(traces.size, 1, 'one turn of the gate for the step')
+      const later = await tools.read.execute({ id: 'r4' }, { toolCallId: 'r4', messages, abortSignal: undefined })
+      assert.equal(later.output, 'r4')
+      await new Promise((resolve) => setTimeout(resolve, 5))
+      assert.equal(traces.size, 2, 'a call of the step after every call before it settled opens the next turn')
+      await gate.close()
+    })
+
     it('hands input that is not JSON to the gate, whose repair runs it; the model reads the repair note', async () => {
       const sdk = await load(major)
       const { gate, rec } = readsAndWrites()

@@ -47,7 +47,8 @@ describe('a streaming turn', () => {
     turn.add(read(2))
     await sleep(2)
     assert.deepEqual(log, ['start r1', 'start r2'], 'the second read joined the first')
-    turn.add(write(3)).add(read(4))
+    turn.add(write(3))
+    turn.add(read(4))
     await sleep(2)
     assert.deepEqual(log, ['start r1', 'start r2'], 'the write waits; the read after it waits for the write')
     await release('r1')
@@ -69,16 +70,21 @@ describe('a streaming turn', () => {
     const reading = (async () => {
       for await (const result of turn) seen.push(result.callId)
     })()
-    turn.add(read(1)).add(read(2)).add({ id: 'x', name: 'nope' })
+    turn.add(read(1))
+    turn.add(read(2))
+    turn.add({ id: 'x', name: 'nope' })
     await sleep(2)
     assert.deepEqual(seen, ['x'], 'a call answered without running is handed on at once')
+    const second = turn.add(read(5))
     await release('r2')
     assert.deepEqual(seen, ['x', 'r2'])
+    await release('r5')
+    assert.equal((await second).output, 'r5', 'add() resolves to its own call\'s result')
     await release('r1')
     turn.end()
     await reading
-    assert.deepEqual(seen, ['x', 'r2', 'r1'])
-    assert.deepEqual((await turn.results).map((r) => r.callId), ['r1', 'r2', 'x'])
+    assert.deepEqual(seen, ['x', 'r2', 'r5', 'r1'])
+    assert.deepEqual((await turn.results).map((r) => r.callId), ['r1', 'r2', 'x', 'r5'])
     const again = []
     for await (const result of turn) again.push(result.callId)
     assert.deepEqual(again, seen, 'a reader that comes late reads them all, in the order they settled')
@@ -120,7 +126,8 @@ describe('a streaming turn', () => {
     const turn = gate.turn()
     let aborted
     gate.register({ name: 'watch', readOnly: true, handler: (_args, ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve((aborted = ctx.signal.reason)))) })
-    turn.add({ id: 'watch', name: 'watch' }).add(write(1))
+    turn.add({ id: 'watch', name: 'watch' })
+    turn.add(write(1))
     await sleep(2)
     turn.cancel('the user pressed stop')
     const results = await turn.results
@@ -165,7 +172,8 @@ describe('a streaming turn', () => {
     const turn = gate.turn({ stopOnError: true })
     turn.add(write(-1))
     await release('w-1')
-    turn.add(read(2)).add({ id: 'bad', name: 'read', arguments: { n: 'two' } })
+    turn.add(read(2))
+    turn.add({ id: 'bad', name: 'read', arguments: { n: 'two' } })
     turn.end()
     const results = await turn.results
     assert.deepEqual(kinds(results), ['handler_error', 'not_executed', 'invalid_arguments'], 'as execute() answers the same calls')
@@ -176,7 +184,8 @@ describe('a streaming turn', () => {
     const gate = new ToolExecutor()
     gate.register({ name: 'echo', readOnly: true, handler: (_args, ctx) => ctx.context.user })
     const turn = gate.turn({ context: { user: 'ada', budget: { maxCallsPerTurn: 2 } } })
-    turn.add({ name: 'echo' }).add({ name: 'echo' })
+    turn.add({ name: 'echo' })
+    turn.add({ name: 'echo' })
     await sleep(5)
     turn.add({ name: 'echo' })
     turn.end()
@@ -429,6 +438,40 @@ describe('tap()', () => {
     assert.equal(yielded.length, 3)
     assert.deepEqual(await turn.results, [])
     assert.deepEqual(started, [])
+    await gate.close()
+  })
+
+  it('reads a Gemini call whose arguments Vertex AI streams by JSON path (partialArgs, willContinue), whole or cut', async () => {
+    const { gate } = echoGate()
+    const part = (functionCall) => ({ candidates: [{ content: { role: 'model', parts: [{ functionCall }] } }] })
+    const turn = gate.turn()
+    await drain(turn.tap(streamOf([
+      part({ id: 'v1', name: 'search', willContinue: true }),
+      part({ partialArgs: [{ jsonPath: '$.q', stringValue: 'ca', willContinue: true }], willContinue: true }),
+      part({ partialArgs: [{ jsonPath: '$.q', stringValue: 'ts' }] }),
+      part({ id: 'v2', name: 'save', args: { text: 'whole' } }),
+      part({ id: 'v3', name: 'save', willContinue: true }),
+      part({ partialArgs: [{ jsonPath: "$['text']", stringValue: 'half' }, { jsonPath: '$.__proto__', boolValue: true }], willContinue: true }),
+    ]), 'gemini'))
+    const results = await turn.results
+    assert.deepEqual(results.map((r) => r.callId), ['v1', 'v2', 'v3'])
+    assert.deepEqual(results.slice(0, 2).map((r) => r.output), ['search {"q":"cats"}', 'save {"text":"whole"}'])
+    assert.equal(results[2].errorKind, 'invalid_arguments')
+    assert.match(results[2].error, /stream ended inside .* \{"text":"half"\}/, 'what arrived, without the path that would reach a prototype')
+    await gate.close()
+  })
+
+  it('passes over a Chat Completions custom tool call, which is not the gate\'s to run', async () => {
+    const { gate } = echoGate()
+    const turn = gate.turn()
+    const chunk = (toolCall, finish = null) => ({ choices: [{ index: 0, delta: toolCall ? { tool_calls: [toolCall] } : {}, finish_reason: finish }] })
+    await drain(turn.tap(streamOf([
+      chunk({ index: 0, id: 'cu', type: 'custom', custom: { name: 'grammar', input: 'free text' } }),
+      chunk({ index: 0, custom: { input: ' more' } }),
+      chunk({ index: 1, id: 'call_1', type: 'function', function: { name: 'search', arguments: '{"q":"cats"}' } }),
+      chunk(null, 'tool_calls'),
+    ]), 'openai-chat'))
+    assert.deepEqual((await turn.results).map((r) => r.callId), ['call_1'])
     await gate.close()
   })
 

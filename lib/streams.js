@@ -13,6 +13,7 @@ const CUT = '__toolgateCut'
  */
 class Assembly {
   #open = new Map()
+  #ignored = new Set()
 
   /** `group`: what closes together (a Chat Completions choice). */
   open(key, id, name, text = '', group = undefined) {
@@ -27,8 +28,33 @@ class Assembly {
     if (typeof name === 'string') call.name += name
   }
 
+  /** Sets one argument at a JSON path (`$.a.b[0]`), as Vertex AI streams a Gemini call's arguments; a string
+   * streamed in pieces at one path is joined. */
+  argument(key, { jsonPath, stringValue, numberValue, boolValue, nullValue }) {
+    const call = this.#open.get(key)
+    const steps = typeof jsonPath === 'string' ? pathSteps(jsonPath) : undefined
+    if (call === undefined || steps === undefined || steps.length === 0) return
+    call.args ??= {}
+    let holder = call.args
+    for (const [i, step] of steps.entries()) {
+      if (i === steps.length - 1) break
+      if (holder[step] === null || typeof holder[step] !== 'object') holder[step] = typeof steps[i + 1] === 'number' ? [] : {}
+      holder = holder[step]
+    }
+    const last = steps[steps.length - 1]
+    if (typeof stringValue === 'string') holder[last] = (typeof holder[last] === 'string' ? holder[last] : '') + stringValue
+    else if (numberValue !== undefined) holder[last] = numberValue
+    else if (boolValue !== undefined) holder[last] = boolValue
+    else if (nullValue !== undefined) holder[last] = null
+  }
+
   has(key) {
-    return this.#open.has(key)
+    return this.#open.has(key) || this.#ignored.has(key)
+  }
+
+  /** A call of a kind the gate does not run (a provider's custom tool): its pieces are passed over. */
+  ignore(key) {
+    this.#ignored.add(key)
   }
 
   /** The call, whole, with `text` as its arguments when the format sends them again at the end. */
@@ -36,7 +62,7 @@ class Assembly {
     const call = this.#open.get(key)
     if (call === undefined) return []
     this.#open.delete(key)
-    return [{ id: call.id, name: call.name, arguments: typeof text === 'string' ? text : call.text }]
+    return [{ id: call.id, name: call.name, arguments: typeof text === 'string' ? text : argumentsOf(call) }]
   }
 
   closeGroup(group) {
@@ -45,10 +71,30 @@ class Assembly {
 
   /** The calls the stream ended inside: their arguments as far as they came, marked so that none of them runs. */
   cut() {
-    const calls = [...this.#open.values()].map((call) => ({ id: call.id, name: call.name, arguments: call.text, [CUT]: true }))
+    const calls = [...this.#open.values()].map((call) => ({ id: call.id, name: call.name, arguments: argumentsOf(call), [CUT]: true }))
     this.#open.clear()
     return calls
   }
+}
+
+/** A call's arguments as far as they came: streamed text, or the object built path by path. */
+const argumentsOf = (call) => (call.args === undefined ? call.text : JSON.stringify(call.args))
+
+/** The steps of a JSON path (RFC 9535's simple form: `$.name`, `$['name']`, `[0]`); undefined when it is not one. */
+function pathSteps(jsonPath) {
+  if (!jsonPath.startsWith('$')) return undefined
+  const steps = []
+  const step = /\.([^.[\]]+)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\["((?:[^"\\]|\\.)*)"\]/y
+  step.lastIndex = 1
+  while (step.lastIndex < jsonPath.length) {
+    const at = step.lastIndex
+    const match = step.exec(jsonPath)
+    if (match === null || step.lastIndex === at) return undefined
+    const [, name, index, single, double] = match
+    if (['__proto__', 'constructor', 'prototype'].includes(name ?? single ?? double)) return undefined
+    steps.push(index !== undefined ? Number(index) : (name ?? single ?? double))
+  }
+  return steps
 }
 
 const isObject = (value) => value !== null && typeof value === 'object'
@@ -106,7 +152,8 @@ function openaiChat(assembly, chunk) {
       const key = `${group}:${piece?.index ?? 0}`
       if (!assembly.has(key)) {
         calls.push(...assembly.closeGroup(group))
-        assembly.open(key, piece?.id, '', '', group)
+        if (piece?.type === 'custom') assembly.ignore(key)
+        else assembly.open(key, piece?.id, '', '', group)
       }
       assembly.more(key, piece?.function?.arguments, piece?.function?.name)
     }
@@ -115,12 +162,24 @@ function openaiChat(assembly, chunk) {
   return calls
 }
 
-/** Gemini's `GenerateContentResponse` chunks: a `functionCall` part comes whole. */
+/** Gemini's `GenerateContentResponse` chunks: a `functionCall` part comes whole, or (Vertex AI with
+ * `streamFunctionCallArguments`) opened with `willContinue`, its arguments in `partialArgs` by JSON path, until a
+ * part that does not continue. */
 function gemini(assembly, chunk) {
   const calls = []
   for (const candidate of listOf(chunk.candidates)) {
+    const key = `gemini:${candidate?.index ?? 0}`
     for (const part of listOf(candidate?.content?.parts)) {
-      if (isObject(part?.functionCall)) calls.push({ functionCall: part.functionCall })
+      const call = part?.functionCall
+      if (!isObject(call)) continue
+      const streamed = assembly.has(key)
+      if (!streamed && call.willContinue !== true && call.partialArgs === undefined) {
+        calls.push({ functionCall: call })
+        continue
+      }
+      if (!streamed) assembly.open(key, call.id, call.name ?? '')
+      for (const argument of listOf(call.partialArgs)) if (isObject(argument)) assembly.argument(key, argument)
+      if (call.willContinue !== true) calls.push(...assembly.close(key))
     }
   }
   return calls

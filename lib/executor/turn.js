@@ -8,6 +8,8 @@ const { READERS, STREAM_FORMATS, Assembly } = require('../streams.js')
 class TurnFeed {
   /** Results by call index. */
   #byCall = []
+  /** What `resultOf` promised for calls not settled yet, by call index. */
+  #promised = new Map()
   /** Results in the order they settled, for the turn's readers. */
   #inOrder = []
   #wakers = []
@@ -22,7 +24,15 @@ class TurnFeed {
 
   settled(index, result) {
     this.#byCall[index] = result
+    this.#promised.get(index)?.(result)
+    this.#promised.delete(index)
     this.#hand(result)
+  }
+
+  /** The result of the call at `index`, once it settles. */
+  resultOf(index) {
+    if (this.#byCall[index] !== undefined) return Promise.resolve(this.#byCall[index])
+    return new Promise((resolve) => this.#promised.set(index, resolve))
   }
 
   /** The calls (of `count`) whose results no step named: the engine still holds them, in call order. */
@@ -41,8 +51,11 @@ class TurnFeed {
   /** The turn is over with `all` its results; any not handed on yet go to the readers now. */
   finish(all) {
     all.forEach((result, i) => {
-      if (this.#byCall[i] === undefined) this.#hand(result)
+      if (this.#byCall[i] !== undefined) return
+      this.#promised.get(i)?.(result)
+      this.#hand(result)
     })
+    this.#promised.clear()
     this.finished = true
     this.#wake()
     this.#resolve(all)
@@ -78,6 +91,8 @@ class TurnFeed {
 class ToolTurn {
   #control
   #feed
+  /** How many calls were added. */
+  #added = 0
   /** Why the turn takes no more calls: `ended`, `cancelled`; undefined while it takes them. */
   #closedBy
   /** Every call's result, in the order added, once the turn is over: what `execute` resolves to. */
@@ -95,14 +110,15 @@ class ToolTurn {
     return this.#closedBy === undefined && !this.#feed.finished
   }
 
-  /** Adds a call in any shape `execute` takes; it starts as soon as the scheduler allows. */
+  /** Adds a call in any shape `execute` takes; it starts as soon as the scheduler allows. Resolves to its result. */
   add(call) {
     if (!this.open) {
       const why = this.#closedBy ?? 'ended by its signal, its time limit or the executor closing'
       throw new TypeError(`turn.add(call): this turn takes no more calls (it was ${why})`)
     }
+    const result = this.#feed.resultOf(this.#added++)
     this.#control.add(call)
-    return this
+    return result
   }
 
   /** No more calls: the turn is over when the calls it has are. Ending it again changes nothing. */

@@ -16,11 +16,13 @@ import type {
   OpenAIFunctionCallOutput,
   OpenAIResponsesFunctionCall,
   ResultFormat,
+  StreamFormat,
   ToolCall,
   ToolContext,
   ToolExecutor,
   ToolResult,
 } from '../../index.js'
+import type { ManualClock } from './index.js'
 
 // ---- mocks.js
 
@@ -124,9 +126,24 @@ export interface AgentModel {
   /** `signal`: the run's, for a model that can stop early. */
   respond(messages: unknown[], options?: { signal?: AbortSignal }): ModelTurn | PromiseLike<ModelTurn>
 }
+/** How a scripted model streams a turn: in `format`'s stream events, one every `everyMs` (default 0) on `clock` (a
+ * `manualClock()`; real time without one). */
+export interface ScriptedStream {
+  format: StreamFormat
+  clock?: ManualClock
+  everyMs?: number
+}
 export interface ScriptedModel extends AgentModel {
-  /** The next turn of the script; rejects when the script is exhausted. */
-  respond(messages: unknown[], options?: { signal?: AbortSignal }): Promise<ModelTurn>
+  /**
+   * The next turn of the script; rejects when the script is exhausted. With `stream`, the turn also comes as that
+   * format's stream events (`events`): its text, then each call with its arguments in pieces.
+   */
+  respond(messages: unknown[], options?: { signal?: AbortSignal; stream?: ScriptedStream }): Promise<ModelTurn & { events?: AsyncIterable<unknown> }>
+  /**
+   * The next turn of the script as `options.format`'s stream events, for `turn.tap(stream, format)`; a call without
+   * an id gets one. Throws a TypeError for an unknown format, and when the script is exhausted.
+   */
+  stream(messages: unknown[], options: ScriptedStream): AsyncIterable<unknown>
   /** A deep copy of the messages of every request, in order (the one that found the script exhausted too). */
   readonly requests: unknown[][]
 }
@@ -174,6 +191,12 @@ export interface AgentLoopOptions<F extends ResultFormat = ResultFormat, Ctx = E
   maxTurns?: number
   /** The user message that starts the conversation. Default 'Go.'. */
   prompt?: string
+  /**
+   * Each turn streamed: the model writes it as the format's stream events (a `scriptedModel`, or a model whose
+   * `respond` gives `events`) and its calls run in a streaming turn as they arrive (`gate.turn()`, `tap`). Not for
+   * 'ai-sdk', which streams through `streamText`.
+   */
+  stream?: boolean | Omit<ScriptedStream, 'format'>
 }
 export interface AgentLoopResult<F extends ResultFormat = ResultFormat> {
   /** The conversation in `format`'s shape: prompt, then each turn's assistant message(s) and results, then the
