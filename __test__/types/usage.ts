@@ -199,3 +199,25 @@ const text: string = watched.prometheus()
 const health: 'ok' | 'degraded' | 'failing' = watched.healthReport().status
 void [p95, text, health]
 void watched.execute([]).then((results) => renderTimeline(results, { title: 'turn' }).length)
+
+// Streaming turns.
+const streaming = gate.turn({ context: { userId: 'u' }, deadlineMs: 30_000, stopOnError: true })
+const added: Promise<ToolResult> = streaming.add({ id: 'c1', name: 'web_search', arguments: '{"query": "x"}' })
+void added.then((r) => r.success)
+streaming.end()
+streaming.cancel('stopped')
+const stillTakes: boolean = streaming.open
+void streaming.results.then((all: ToolResult[]) => all.length)
+void (async () => {
+  for await (const settled of streaming) void settled.callId
+  async function* events() {
+    yield { type: 'message_stop' as const }
+  }
+  for await (const event of streaming.tap(events(), 'anthropic')) void event.type
+  for await (const event of streaming.tap({ stream: events() }, 'bedrock')) void event.type
+  // @ts-expect-error a stream format is one of the five providers'
+  streaming.tap(events(), 'ai-sdk')
+  // @ts-expect-error turn options are execute()'s
+  gate.turn({ deadline: 5 })
+})()
+void stillTakes
