@@ -1,4 +1,4 @@
-// Types of the toolgate package entry (index.js). The native layer's generated types are in binding.d.ts.
+// Types of the toolgate package entry (index.js). The native layer's generated types (binding.d.ts) are the repository's, not the package's.
 
 // Only what is marked `export` is public: the schema helpers below stay private.
 export {}
@@ -1300,7 +1300,10 @@ export interface ToolTurn extends AsyncIterable<ToolResult> {
   cancel(reason?: unknown): void
   /** Whether the turn still takes calls (not ended, cancelled, past its time limit, or closed). */
   readonly open: boolean
-  /** One result per added call, in the order added, once the turn is over. */
+  /**
+   * One result per added call, in the order added, once the turn is over; then one for each call a tapped stream
+   * completed after the turn took its last (ended, cancelled, past its limit), `cancelled` and not run.
+   */
   readonly results: Promise<ToolResult[]>
   /**
    * Reads a provider's stream (the SDK's stream object, Bedrock's `ConverseStream` response, or any async

@@ -156,6 +156,23 @@ for (const major of [5, 6, 7]) {
       assert.deepEqual([...byId(sdk.sentResults(m, 1)).keys()], ['r1', 'w', 'r2'])
     })
 
+    it('reads a context the app changed since an approved call ran afresh, even within one turn of the event loop', async () => {
+      const gate = new ToolExecutor()
+      const ran = []
+      gate.register({ name: 'deploy', needsApproval: true, parameters: KEY, handler: ({ id }) => (ran.push(id), id) })
+      const tools = aiSdkTools(gate)
+      const session = {}
+      const approvedRun = async (id) => {
+        tools.deploy.needsApproval({ id }, { toolCallId: id, messages: [] }) // the SDK asks its user, who approves
+        return tools.deploy.execute({ id }, { toolCallId: id, messages: [], experimental_context: session })
+      }
+      assert.equal((await approvedRun('a')).output, 'a')
+      session.deniedTools = ['deploy']
+      await assert.rejects(approvedRun('b'), (err) => err.result?.errorKind === 'unknown_tool', 'a denied tool is one the context does not know')
+      assert.deepEqual(ran, ['a'])
+      await gate.close()
+    })
+
     it('under streamText, the calls of a step streamed far apart run as one turn of the gate, reads together and the write in its place', async () => {
       const sdk = await load(major)
       const traces = new Set()
@@ -201,7 +218,7 @@ for (const major of [5, 6, 7]) {
       assert.ok(rec.index('start:r2') < rec.index('end:r1'), `r2, handed over 20 ms after r1, ran beside it: ${rec.events}`)
       assert.ok(rec.index('start:w') > rec.index('end:r2'), `the write waited for both reads: ${rec.events}`)
       assert.ok(rec.index('start:r3') > rec.index('end:w'), `the read after the write waited for it: ${rec.events}`)
-      await new Promise((resolve) => setTimeout(resolve, 5)) // the turn ends once the event loop has turned
+      await new Promise((resolve) => setTimeout(resolve, 5)) // its audit records are written once it has ended
       assert.equal(traces.size, 1, 'one turn of the gate for the step')
       const later = await tools.read.execute({ id: 'r4' }, { toolCallId: 'r4', messages, abortSignal: undefined })
       assert.equal(later.output, 'r4')

@@ -297,6 +297,20 @@ describe('toolNode(gate) in a LangGraph StateGraph loop', () => {
 })
 
 describe('langchainTools(gate)', () => {
+  it('keeps two requests of one tool set apart when neither has a signal: a write sent while another request\'s read runs does not wait for it', async () => {
+    const gate = new ToolExecutor()
+    gate.register({ name: 'slow_read', description: 'Reads slowly.', readOnly: true, parameters: { type: 'object', properties: {} }, handler: () => new Promise((resolve) => setTimeout(resolve, 400, 'read')) })
+    gate.register({ name: 'save', description: 'Saves.', parameters: { type: 'object', properties: {} }, handler: () => 'saved' })
+    const tools = Object.fromEntries(langchainTools(gate, { context: { userId: 'service' } }).map((t) => [t.name, t]))
+    const started = Date.now()
+    const first = tools.slow_read.invoke({ id: 'a1', name: 'slow_read', args: {}, type: 'tool_call' })
+    await new Promise((resolve) => setTimeout(resolve, 30))
+    await tools.save.invoke({ id: 'b1', name: 'save', args: {}, type: 'tool_call' })
+    assert.ok(Date.now() - started < 300, `the second request's write waited ${Date.now() - started} ms for the first's read`)
+    await first
+    await gate.close()
+  })
+
   it("in LangGraph's own ToolNode: LangChain's validation is skipped so the gate's repairs run; failures are status 'error'; one message is one turn", async () => {
     const { gate, rec } = readWrite()
     gate.register({ name: 'fails', readOnly: true, handler: () => { throw new Error('disk on fire') } })

@@ -104,6 +104,29 @@ describe('an engine that fails anyway', () => {
     assert.equal(warned, true)
   })
 
+  it('keeps the results a streaming turn already handed on when the engine fails, and fails only the calls it still held', async () => {
+    const child = await withFault('add', 2, `
+      const gate = new ToolExecutor()
+      gate.register({ name: 'charge', handler: () => 'charged' })
+      gate.register({ name: 'slow', readOnly: true, handler: (_args, { signal }) => new Promise((resolve) => signal.addEventListener('abort', () => resolve('late'))) })
+      const turn = gate.turn()
+      const first = await turn.add({ id: 'pay', name: 'charge' })
+      const seen = []
+      const reading = (async () => { for await (const r of turn) seen.push(r.callId) })()
+      turn.add({ id: 'after', name: 'slow' })
+      const results = await turn.results
+      await reading
+      console.log(JSON.stringify({ first, results, seen }))
+    `, { once: true })
+    assert.equal(child.timedOut, false, 'the turn hung')
+    assert.equal(child.code, 0, child.stderr)
+    const { first, results, seen } = lastJsonLine(child.stdout)
+    assert.equal(first.output, 'charged')
+    assert.deepEqual(results[0], first, 'a write reported done is not reported failed afterwards')
+    assertEveryCallFailed(results.slice(1), ['after'])
+    assert.deepEqual(seen, ['pay', 'after'], 'each result handed on once')
+  })
+
   it('ends the turn a deadline wakes when the engine fails then', async () => {
     const child = await withFault('expire', 1, `
       const gate = new ToolExecutor()

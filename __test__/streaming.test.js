@@ -167,6 +167,40 @@ describe('a streaming turn', () => {
     assert.ok(stillRunning.some((handler) => handler.callId === 'r4'), 'r4 ignores its signal: reported as close() reports it')
   })
 
+  it('refuses an add() from code its own end runs (an abort listener at its time limit) with a TypeError, and nothing else fails', async () => {
+    const gate = new ToolExecutor()
+    let turn
+    let refused
+    gate.register({ name: 'quick', readOnly: true, handler: () => new Promise((resolve) => setTimeout(resolve, 60, 'quick')) })
+    gate.register({ name: 'job', readOnly: true, handler: (_args, ctx) => new Promise(() => ctx.signal.addEventListener('abort', () => {
+      try {
+        turn.add({ id: 'cleanup', name: 'quick' })
+      } catch (err) {
+        refused = err
+      }
+    })) })
+    const other = gate.execute([{ id: 'other', name: 'quick' }])
+    turn = gate.turn({ deadlineMs: 30 })
+    turn.add({ id: 'j', name: 'job' })
+    assert.deepEqual(kinds(await turn.results), ['timeout'])
+    assert.ok(refused instanceof TypeError, `add() threw ${refused}`)
+    assert.deepEqual(kinds(await other), ['ok'], 'another turn of the gate is untouched')
+    await gate.close({ timeoutMs: 10 })
+  })
+
+  it('counts a call\'s queuedMs and startedAt from its add(), not from turn()', async () => {
+    const gate = new ToolExecutor()
+    gate.register({ name: 'quick', readOnly: true, handler: () => 'ok' })
+    const turn = gate.turn()
+    await sleep(60)
+    const before = Date.now()
+    const result = await turn.add({ name: 'quick' })
+    assert.ok(result.metadata.queuedMs < 30, `queued ${result.metadata.queuedMs} ms`)
+    assert.ok(result.metadata.startedAt >= before - 1, 'started when it was added')
+    turn.end()
+    await gate.close()
+  })
+
   it('with stopOnError, a failed write stops the calls added after it, not only those waiting', async () => {
     const { gate, release } = heldTools()
     const turn = gate.turn({ stopOnError: true })
@@ -427,17 +461,50 @@ describe('tap()', () => {
     await gate.close()
   })
 
-  it('stops adding once the turn is cancelled, and still passes every event through', async () => {
+  it('answers, unrun, each call the stream completes after the turn took its last (cancelled, past its limit, ended), and passes every event through', async () => {
     const { gate, started } = echoGate()
-    const turn = gate.turn()
+    const cancelled = gate.turn()
     const yielded = []
-    for await (const event of turn.tap(streamOf(FORMATS.gemini), 'gemini')) {
+    for await (const event of cancelled.tap(streamOf(FORMATS.gemini), 'gemini')) {
       yielded.push(event)
-      if (yielded.length === 1) turn.cancel()
+      if (yielded.length === 1) cancelled.cancel()
     }
     assert.equal(yielded.length, 3)
-    assert.deepEqual(await turn.results, [])
+    const results = await cancelled.results
+    assert.deepEqual(results.map((r) => r.callId), ['g1', 'g2'], 'one result for each call the model sent')
+    assert.deepEqual(kinds(results), ['cancelled', 'cancelled'])
+    assert.match(results[0].error, /was not run: .*the turn had ended before the stream completed this call/)
     assert.deepEqual(started, [])
+
+    const limited = gate.turn({ deadlineMs: 40 })
+    await drain(limited.tap(streamOf(FORMATS.anthropic, { pauseMs: 5 }), 'anthropic'))
+    assert.deepEqual((await limited.results).map((r) => r.callId), ['toolu_1', 'toolu_2'], 'the calls after the limit are answered too')
+
+    // Two streams tapped into one turn at once: the first one's end ends the turn, and the second's later calls are
+    // answered.
+    const twice = gate.turn()
+    const first = twice.tap(streamOf(FORMATS.bedrock), 'bedrock')
+    const second = twice.tap(streamOf(FORMATS.gemini), 'gemini')
+    const seen = []
+    const reading = (async () => {
+      for await (const r of twice) seen.push(r.callId)
+    })()
+    await Promise.all([drain(first), drain(second)])
+    const both = await twice.results
+    assert.deepEqual(both.map((r) => r.callId).sort(), ['g1', 'g2', 'tu_1', 'tu_2'], 'one result for each call of either stream')
+    assert.ok(kinds(both).includes('cancelled'), 'the calls that came after the end were not run')
+    await reading
+    assert.deepEqual(seen.sort(), ['g1', 'g2', 'tu_1', 'tu_2'], 'a reader still reading gets the late ones too')
+    await gate.close()
+  })
+
+  it('refuses a format that is only an inherited name', async () => {
+    const { gate } = echoGate()
+    const turn = gate.turn()
+    for (const format of ['toString', 'constructor', '__proto__']) {
+      assert.throws(() => turn.tap(streamOf([]), format), { name: 'TypeError', message: /format must be one of/ })
+    }
+    turn.end()
     await gate.close()
   })
 
@@ -458,6 +525,20 @@ describe('tap()', () => {
     assert.deepEqual(results.slice(0, 2).map((r) => r.output), ['search {"q":"cats"}', 'save {"text":"whole"}'])
     assert.equal(results[2].errorKind, 'invalid_arguments')
     assert.match(results[2].error, /stream ended inside .* \{"text":"half"\}/, 'what arrived, without the path that would reach a prototype')
+    await gate.close()
+  })
+
+  it('drops a streamed argument whose JSON path skips ahead in an array or names a key of one: no memory blow-up', async () => {
+    const { gate } = echoGate()
+    const part = (functionCall) => ({ candidates: [{ content: { parts: [{ functionCall }] } }] })
+    const turn = gate.turn()
+    await drain(turn.tap(streamOf([
+      part({ id: 'v1', name: 'search', willContinue: true }),
+      part({ partialArgs: [{ jsonPath: '$.tags[3000000000]', stringValue: 'x' }, { jsonPath: '$.tags.length', numberValue: -1 }], willContinue: true }),
+      part({ partialArgs: [{ jsonPath: '$.tags[0]', stringValue: 'first' }, { jsonPath: '$.q', stringValue: 'cats' }] }),
+    ]), 'gemini'))
+    const [result] = await turn.results
+    assert.equal(result.output, 'search {"tags":["first"],"q":"cats"}')
     await gate.close()
   })
 

@@ -24,6 +24,8 @@ const { Reporter } = require('./executor/reporting.js')
 const { Runs } = require('./executor/runs.js')
 const { live, withCommands, killCommandsAtExit, wake, withinTime, lookUntil, sweepArtifactsWhileAlive } = require('./executor/lifecycle.js')
 
+/** Why a call a tapped stream completed after its turn ended was not run. */
+const ARRIVED_LATE = 'the turn had ended before the stream completed this call'
 /** Shared-store batches `close()` waits for at most (a store that never answers leaves the rest unwatched). */
 const MAX_STORE_BATCHES = 10_000
 /** How long `close()` waits for handlers still running after their calls ended, unless told otherwise. */
@@ -352,6 +354,11 @@ class ToolExecutor {
     } catch (err) {
       return Promise.reject(err)
     }
+    return this.#whole(opened, list)
+  }
+
+  /** A turn handed over whole, once opened (`#open`): its results, or the engine's failure answered for each call. */
+  #whole(opened, list) {
     if (typeof opened === 'string') return Promise.resolve(internalFailures(list, opened))
     return new Promise((resolve) => {
       opened.resolve = resolve
@@ -376,6 +383,13 @@ class ToolExecutor {
       },
       end: () => this.#drive(() => this.#engine.end(turn.id)),
       cancel: (reason) => this.#cancelTurn(turn, reason ?? new DOMException('The turn was cancelled', 'AbortError')),
+      // Calls a tapped stream completes after the turn took its last: each answered, not run, in a turn begun
+      // cancelled (even once the executor is closed), so that every call the model sent has its result.
+      late: (calls) => {
+        const list = Array.from(calls)
+        const json = serializeCalls(list)
+        return this.#whole(this.#open({ context: turn.context }, 'turn(', list, (read) => this.#engine.begin(json, read.policy, read.turnJson, ARRIVED_LATE)), list)
+      },
     }
     const opened = this.#open(options, 'turn(', [], (read) => this.#engine.beginStreaming(read.policy, read.turnJson, read.cancelled))
     if (typeof opened === 'string') {
@@ -515,7 +529,10 @@ class ToolExecutor {
     this.#runs.endAll(taken)
     for (const turn of turns) {
       if (turn.onAbort) unlisten(turn.signal, turn.onAbort)
-      turn.resolve(internalFailures(turn.calls, bug))
+      // A streaming turn keeps the results it already handed on; only the calls still in the engine fail.
+      const failing = turn.streaming ? turn.streaming.untaken(turn.calls.length) : turn.calls.keys()
+      const failures = internalFailures(Array.from(failing, (i) => turn.calls[i]), bug)
+      turn.resolve(turn.streaming ? turn.streaming.whole(turn.calls.length, failures) : failures)
     }
     this.#releaseIfIdle()
     if (this.#runs.abandoned.size === 0 && this.#turns.size === 0) this.#onIdle?.()
@@ -523,6 +540,8 @@ class ToolExecutor {
 
   /** @param {import('./engine/wire.generated').Step} step */
   #applyStep(step) {
+    // Before any application code runs (an abort listener may add a call): these turns take no more.
+    if (step.ended) for (const turnId of step.ended) this.#turns.get(turnId)?.streaming?.close()
     if (step.wake !== undefined) this.#armWake(step.wake)
     // Runs handed out are known before any application code runs (an abort listener may cancel the turn).
     const starts = step.start?.map(readStart)
@@ -578,6 +597,8 @@ class ToolExecutor {
     this.#turns.delete(turnId)
     this.#releaseIfIdle()
     if (turn.onAbort) unlisten(turn.signal, turn.onAbort)
+    // A streaming turn's span was begun before its calls came.
+    if (turn.streaming) turn.span?.setAttribute('toolgate.calls', results.length)
     this.#reporter.finished(turn, results)
     turn.resolve(results)
     if (this.#turns.size === 0 && this.#runs.abandoned.size === 0) this.#onIdle?.()

@@ -37,6 +37,9 @@ class Assembly {
     call.args ??= {}
     let holder = call.args
     for (const [i, step] of steps.entries()) {
+      // An array grows by one item at a time, as arguments are streamed in order: a path that skips ahead, or
+      // names a key of an array, is not the arguments' (it is dropped, and validation says what is missing).
+      if (Array.isArray(holder) ? !(typeof step === 'number' && step <= holder.length) : typeof step !== 'string') return
       if (i === steps.length - 1) break
       if (holder[step] === null || typeof holder[step] !== 'object') holder[step] = typeof steps[i + 1] === 'number' ? [] : {}
       holder = holder[step]

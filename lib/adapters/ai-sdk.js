@@ -6,7 +6,7 @@
 // copy of the SDK, whichever module format it loads it in.
 
 const { ToolExecutor, formatResults, forLlm } = require('../../index.js')
-const { gatherTurns, perStep } = require('./turns.js')
+const { gatherTurns } = require('./turns.js')
 
 const AI_SDK_VERSIONS = [5, 6, 7]
 
@@ -101,7 +101,8 @@ function aiSdkTools(gate, options) {
  */
 function sdkApprovals(names) {
   const asked = new Set()
-  const approvedContexts = perStep()
+  /** By base context: the approved context made from it, and the base's fields it was made from. */
+  const approvedContexts = new WeakMap()
   let approvedWithoutContext
   return {
     ask(toolCallId) {
@@ -112,15 +113,25 @@ function sdkApprovals(names) {
     },
     /** Whether the SDK asked about this call, which runs now: then its user approved it. */
     approvedBySdk: (toolCallId) => asked.delete(toolCallId),
-    /** One context object per base context and turn of the event loop: approved calls of one step stay in one
-     * turn, and a later step reads the base context afresh (a rule the app added since holds). */
+    /** One context object per base context as it stands: approved calls of one step stay in one turn, and a call
+     * after the app changed the base context (a rule it added) reads it afresh. */
     contextFor(base) {
       if (base === undefined) return (approvedWithoutContext ??= { approvedTools: names })
       // Not a context the gate takes: passed on as it is, for the gate to refuse as it would any other call's.
       if (base === null || typeof base !== 'object' || (base.approvedTools !== undefined && !Array.isArray(base.approvedTools))) return base
-      return approvedContexts(base, () => ({ ...base, approvedTools: [...(base.approvedTools ?? []), ...names] }))
+      const kept = approvedContexts.get(base)
+      if (kept !== undefined && sameFields(kept.fields, base)) return kept.context
+      const context = { ...base, approvedTools: [...(base.approvedTools ?? []), ...names] }
+      approvedContexts.set(base, { fields: { ...base }, context })
+      return context
     },
   }
+}
+
+/** Whether two objects have the same own fields, holding the same values. */
+function sameFields(a, b) {
+  const keys = Object.keys(a)
+  return keys.length === Object.keys(b).length && keys.every((key) => Object.hasOwn(b, key) && Object.is(a[key], b[key]))
 }
 
 /**

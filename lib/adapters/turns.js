@@ -9,17 +9,19 @@ const nextTurnOfTheLoop = setImmediate
 
 /**
  * A function `(call, { signal, context, run }) → Promise<ToolResult>` for an adapter's tools: the calls of one step
- * join one streaming turn, one per signal, context and run (`run`: what the framework hands every call of one run
- * or step, and no other's, such as the step's messages: two runs that share a signal and a context, or have
- * neither, are still two turns), and each promise gets its own call's result. A turn ends once every call it took
- * has settled and the event loop has turned with no new one: a call of the step that comes later opens the next,
- * with nothing left running that it would have waited for.
+ * join one streaming turn, one per signal, context and run, and each promise gets its own call's result. `run` is
+ * what the framework hands every call of one run or step and no other's (the step's messages): a step so named
+ * takes its calls as they come, until every call it took has settled (a call of the step that comes later opens
+ * the next turn, with nothing left running it would have waited for). Without `run`,
+ * nothing tells one request's calls from another's that shares its signal and context: the turn takes the calls of
+ * one turn of the event loop, as the framework hands over a step's calls together.
  */
 function gatherTurns(gate) {
   const open = []
-  const close = (step) => {
-    if (step.unsettled > 0 || !open.includes(step)) return
-    open.splice(open.indexOf(step), 1)
+  const seal = (step) => {
+    const at = open.indexOf(step)
+    if (at === -1) return
+    open.splice(at, 1)
     step.turn.end()
   }
   return async (call, { signal, context, run } = {}) => {
@@ -29,13 +31,16 @@ function gatherTurns(gate) {
     if (step === undefined) {
       step = { signal, context, run, turn: gate.turn({ signal, context }), unsettled: 0 }
       open.push(step)
+      if (run === undefined) nextTurnOfTheLoop(() => seal(step))
     }
     step.unsettled += 1
     try {
       return await step.turn.add(call)
     } finally {
+      // Once its calls have all settled, the step's next call meets the gate as it is then (a context changed
+      // since, a deny added): it opens a turn of its own.
       step.unsettled -= 1
-      if (step.unsettled === 0) nextTurnOfTheLoop(() => close(step))
+      if (step.unsettled === 0) seal(step)
     }
   }
 }

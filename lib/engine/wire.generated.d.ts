@@ -161,6 +161,8 @@ export interface Step {
   start?: StartRecord[]
   /** Runs whose handlers must be aborted. */
   abort?: AbortRecord[]
+  /** Streaming turns that take no more calls from now (ended, cancelled, past their deadline): applied before anything else in the step. */
+  ended?: number[]
   /** Calls of streaming turns whose results were sealed, in that order: take them with `take_settled`. */
   settled?: SettledRecord[]
   /** Turns whose results are all in: call `finish`. */

@@ -13,6 +13,14 @@ class TurnFeed {
   /** Results in the order they settled, for the turn's readers. */
   #inOrder = []
   #wakers = []
+  /** Results of calls a tapped stream completed after the turn took its last, and those still coming. */
+  #late = []
+  #lateTaken = []
+  #lateComing = 0
+  /** Streams being tapped into the turn: its readers wait for the calls they may still complete. */
+  #tapping = 0
+  /** The turn takes no more calls (the engine said so; it may not be over yet). */
+  closed = false
   finished = false
   /** @type {Promise<unknown[]>} */
   results
@@ -61,6 +69,34 @@ class TurnFeed {
     this.#resolve(all)
   }
 
+  close() {
+    this.closed = true
+  }
+
+  tapping(change) {
+    this.#tapping += change
+    this.#wake()
+  }
+
+  /** Results of calls that came after the turn took its last (`late` answers them, not run), after the others. */
+  late(promise) {
+    this.#lateComing += 1
+    const taken = promise.then((results) => {
+      this.#late.push(...results)
+      for (const result of results) this.#hand(result)
+      this.#lateComing -= 1
+      this.#wake()
+    })
+    this.#lateTaken.push(taken)
+  }
+
+  /** Every call's result in the order the calls came, once the turn is over and late calls are answered. */
+  async everything() {
+    const all = await this.results
+    await Promise.all(this.#lateTaken)
+    return this.#late.length === 0 ? all : [...all, ...this.#late]
+  }
+
   #hand(result) {
     this.#inOrder.push(result)
     this.#wake()
@@ -77,7 +113,7 @@ class TurnFeed {
     let next = 0
     for (;;) {
       while (next < this.#inOrder.length) yield this.#inOrder[next++]
-      if (this.finished) return
+      if (this.finished && this.#lateComing === 0 && this.#tapping === 0) return
       await new Promise((resolve) => this.#wakers.push(resolve))
     }
   }
@@ -95,25 +131,29 @@ class ToolTurn {
   #added = 0
   /** Why the turn takes no more calls: `ended`, `cancelled`; undefined while it takes them. */
   #closedBy
-  /** Every call's result, in the order added, once the turn is over: what `execute` resolves to. */
-  results
-
-  /** @param {{ add(call: unknown): void, end(): void, cancel(reason: unknown): void }} control */
+  /** @param {{ add(call: unknown): void, end(): void, cancel(reason: unknown): void, late(calls: unknown[]): Promise<unknown[]> }} control */
   constructor(control, feed) {
     this.#control = control
     this.#feed = feed
-    this.results = feed.results
+  }
+
+  /**
+   * Every call's result, in the order added, once the turn is over: what `execute` resolves to. Calls a tapped
+   * stream completed after the turn took its last follow, each answered `cancelled`, not run.
+   */
+  get results() {
+    return this.#feed.everything()
   }
 
   /** Whether the turn still takes calls. */
   get open() {
-    return this.#closedBy === undefined && !this.#feed.finished
+    return this.#closedBy === undefined && !this.#feed.closed && !this.#feed.finished
   }
 
   /** Adds a call in any shape `execute` takes; it starts as soon as the scheduler allows. Resolves to its result. */
   add(call) {
     if (!this.open) {
-      const why = this.#closedBy ?? 'ended by its signal, its time limit or the executor closing'
+      const why = this.#closedBy ?? 'ended by its signal, its time limit, the executor closing or a failure of the engine'
       throw new TypeError(`turn.add(call): this turn takes no more calls (it was ${why})`)
     }
     const result = this.#feed.resultOf(this.#added++)
@@ -145,7 +185,7 @@ class ToolTurn {
    * `invalid_arguments`, never run; an error of the stream reaches the reader after the calls it completed.
    */
   tap(stream, format) {
-    const read = READERS[format]
+    const read = Object.hasOwn(READERS, format) ? READERS[format] : undefined
     if (read === undefined) throw new TypeError(`turn.tap(stream, format): format must be one of ${STREAM_FORMATS.join(', ')}; got ${String(format)}`)
     const events = eventsOf(stream)
     if (!this.open) throw new TypeError('turn.tap(stream, format): this turn takes no more calls')
@@ -154,10 +194,19 @@ class ToolTurn {
 
   async *#tap(events, read) {
     const assembly = new Assembly()
-    // A turn cancelled or past its time limit while the stream goes on takes no more of its calls.
+    // Once the turn takes no more calls (ended, cancelled, past its time limit, closed), the stream's later calls
+    // are answered without running: every call the model sent has a result.
     const take = (calls) => {
-      for (const call of calls) if (this.open) this.add(call)
+      for (const [i, call] of calls.entries()) {
+        if (this.open) {
+          this.add(call)
+          continue
+        }
+        this.#feed.late(this.#control.late(calls.slice(i)))
+        return
+      }
     }
+    this.#feed.tapping(+1)
     try {
       for await (const event of events) {
         if (event !== null && typeof event === 'object') take(read(assembly, event))
@@ -166,6 +215,7 @@ class ToolTurn {
     } finally {
       take(assembly.cut())
       this.end()
+      this.#feed.tapping(-1)
     }
   }
 }

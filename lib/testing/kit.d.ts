@@ -141,7 +141,7 @@ export interface ScriptedModel extends AgentModel {
   respond(messages: unknown[], options?: { signal?: AbortSignal; stream?: ScriptedStream }): Promise<ModelTurn & { events?: AsyncIterable<unknown> }>
   /**
    * The next turn of the script as `options.format`'s stream events, for `turn.tap(stream, format)`; a call without
-   * an id gets one. Throws a TypeError for an unknown format, and when the script is exhausted.
+   * an id gets one. Throws a TypeError for an unknown format, and an Error when the script is exhausted.
    */
   stream(messages: unknown[], options: ScriptedStream): AsyncIterable<unknown>
   /** A deep copy of the messages of every request, in order (the one that found the script exhausted too). */

@@ -57,7 +57,9 @@ fn results_taken_as_they_settle_are_not_given_again_at_the_end() {
 fn a_turn_takes_no_call_after_it_ended_or_was_cancelled() {
     let mut h = reads_and_writes();
     let turn = h.stream(TurnOptions::default());
-    h.end(turn);
+    let step = h.engine.end(turn, h.now);
+    assert_eq!(step.ended, [turn], "the host learns the turn takes no more calls before anything else");
+    h.apply(step);
     assert!(h.done.contains(&turn), "ended with no call: done at once");
     let refused = h.engine.add(turn, r#"[{"name": "r"}]"#, h.now).unwrap_err();
     assert!(refused.contains("takes no more calls"), "{refused}");
@@ -65,6 +67,7 @@ fn a_turn_takes_no_call_after_it_ended_or_was_cancelled() {
     let turn = h.stream(TurnOptions::default());
     h.add(turn, json!([{"name": "w"}, {"name": "r"}]));
     let step = h.engine.cancel(turn, "stopped", &[], h.now);
+    assert_eq!(step.ended, [turn]);
     h.apply(step);
     assert!(h.done.contains(&turn), "cancelled: done without being ended");
     assert!(h.engine.add(turn, r#"[{"name": "r"}]"#, h.now).is_err());

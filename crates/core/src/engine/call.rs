@@ -34,6 +34,8 @@ pub(super) struct Slot {
     pub(super) scheduled: bool,
     pub(super) first_started: Option<Instant>,
     pub(super) started: Option<Instant>,
+    /// When a streaming turn took the call (a whole turn's calls arrive when it begins).
+    pub(super) arrived: Option<Instant>,
     pub(super) run: Option<u32>,
     pub(super) attempts: u32,
     pub(super) attempt_errors: Vec<AttemptError>,
@@ -102,6 +104,7 @@ impl Slot {
             scheduled: false,
             first_started: None,
             started: None,
+            arrived: None,
             run: None,
             attempts: 0,
             attempt_errors: Vec::new(),

@@ -31,7 +31,7 @@ impl Engine {
     /// `unstarted`: runs handed out that the host had not started yet (starts still in `step` count too).
     /// A streaming turn takes no more calls.
     pub(super) fn end_turn_early(&mut self, turn_id: u32, now: Instant, unstarted: &[u32], step: &mut Step, why: TurnEnd<'_>) {
-        if self.stop_accepting(turn_id) {
+        if self.stop_accepting(turn_id, step) {
             self.dirty.insert(turn_id);
         }
         let Some(turn) = self.turns.get_mut(&turn_id) else { return };

@@ -327,18 +327,19 @@ impl Engine {
     /// A streaming turn takes no more calls: it is done when the calls it has are. Ending it again changes nothing.
     pub fn end(&mut self, turn_id: u32, now: Instant) -> Step {
         let mut step = Step::default();
-        if self.stop_accepting(turn_id) {
+        if self.stop_accepting(turn_id, &mut step) {
             self.dirty.insert(turn_id);
             self.drain(now, &mut step);
         }
         step
     }
 
-    /// Ends a streaming turn's taking of calls; true when it was taking them. With no call open, its deadline
-    /// has nothing left to end.
-    fn stop_accepting(&mut self, turn_id: u32) -> bool {
+    /// Ends a streaming turn's taking of calls, which the step tells the host; true when it was taking them. With
+    /// no call open, its deadline has nothing left to end.
+    fn stop_accepting(&mut self, turn_id: u32, step: &mut Step) -> bool {
         let Some(turn) = self.turns.get_mut(&turn_id).filter(|t| t.accepting) else { return false };
         turn.accepting = false;
+        step.ended.push(turn_id);
         if let (0, Some((end, _))) = (turn.open, turn.deadline) {
             self.deadlines.disarm(end, Alarm::Turn(turn_id));
         }
@@ -351,6 +352,11 @@ impl Engine {
         let first = self.turns.live(turn_id).slots.len();
         let runnable = self.admit_calls(turn_id, first, calls, now, step);
         let turn = self.turns.live_mut(turn_id);
+        if turn.streaming {
+            for slot in &mut turn.slots[first..] {
+                slot.arrived = Some(now);
+            }
+        }
         turn.open += runnable.len();
         turn.schedule.extend(runnable.iter().copied());
         let sealing = Sealing { note: self.options.repair.note, trace: self.options.trace, begun: turn.begun, begun_epoch_ms: turn.begun_epoch_ms, shaper: &self.shaper };

@@ -162,9 +162,11 @@ impl Sealing<'_> {
 
     pub(super) fn touch(&self, result: &mut ToolResult, slot: &mut Slot, ran_ms: f64) {
         result.latency_ms = ran_ms;
-        result.metadata.started_at = self.begun_epoch_ms;
+        // A call of a streaming turn counts from when it was added, one of a whole turn from the turn's start.
+        let begun = slot.arrived.unwrap_or(self.begun);
+        result.metadata.started_at = (self.begun_epoch_ms + millis(begun.saturating_duration_since(self.begun))).floor();
         if self.trace {
-            let since = |at: &Instant| millis(at.saturating_duration_since(self.begun));
+            let since = |at: &Instant| millis(at.saturating_duration_since(begun));
             result.metadata.timings = Some(slot.marks.iter().map(|m| since(&m.at)).collect());
             result.metadata.starts = Some(slot.starts.iter().map(since).collect());
         }
@@ -278,7 +280,7 @@ impl Engine {
         result.attempts = slot.attempts;
         result.metadata.attempt_errors = std::mem::take(&mut slot.attempt_errors);
         if let Some(first) = slot.first_started {
-            result.metadata.queued_ms = Some(millis(first.saturating_duration_since(turn.begun)));
+            result.metadata.queued_ms = Some(millis(first.saturating_duration_since(slot.arrived.unwrap_or(turn.begun))));
         }
         if slot.scheduled {
             turn.schedule.finished();

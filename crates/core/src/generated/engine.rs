@@ -199,6 +199,9 @@ pub struct Step {
     /// Runs whose handlers must be aborted.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub abort: Vec<Abort>,
+    /// Streaming turns that take no more calls from now (ended, cancelled, past their deadline): applied before anything else in the step.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ended: Vec<u32>,
     /// Calls of streaming turns whose results were sealed, in that order: take them with `take_settled`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub settled: Vec<Settled>,
@@ -234,6 +237,7 @@ impl Step {
         self.turn.is_none()
             && self.start.is_empty()
             && self.abort.is_empty()
+            && self.ended.is_empty()
             && self.settled.is_empty()
             && self.done.is_empty()
             && self.host.is_empty()
@@ -247,10 +251,11 @@ impl Step {
 
     /// Takes in what `other` asks, after what this one does.
     pub fn absorb(&mut self, other: Step) {
-        let Step { turn, start, abort, settled, done, host, late, store, breaker, commands, progress, wake } = other;
+        let Step { turn, start, abort, ended, settled, done, host, late, store, breaker, commands, progress, wake } = other;
         self.turn = self.turn.or(turn);
         self.start.extend(start);
         self.abort.extend(abort);
+        self.ended.extend(ended);
         self.settled.extend(settled);
         self.done.extend(done);
         self.host.extend(host);
