@@ -1,5 +1,5 @@
 'use strict'
-// Type-checks every ```ts block of README.md as written, under `strict`: each block becomes a module of its own in
+// Type-checks every ```ts block of README.md and the guides in docs/ as written, under `strict`: each block becomes a module of its own in
 // a folder of __test__/types/readme/blocks made for the run (not committed; runs side by side do not meet), with
 // the names a block uses but does not declare (the executor, the model's messages, a provider client) declared once
 // in prelude.d.ts. A README edit that breaks typing fails `npm test`.
@@ -28,18 +28,29 @@ function tsBlocks(markdown, name = 'README.md') {
   return blocks
 }
 
-/** `node scripts/check-readme.js [file]`: README.md unless another Markdown file is named (the tests name one). */
+/** The user's manual: README.md and the guides in docs/. */
+function manual() {
+  const docs = path.join(ROOT, 'docs')
+  const guides = fs.existsSync(docs) ? fs.readdirSync(docs).filter((f) => f.endsWith('.md')).sort().map((f) => path.join(docs, f)) : []
+  return [path.join(ROOT, 'README.md'), ...guides]
+}
+
+/** `node scripts/check-readme.js [file...]`: README.md and docs/*.md unless files are named (the tests name one). */
 function main() {
-  const file = process.argv[2] ?? path.join(ROOT, 'README.md')
-  const blocks = tsBlocks(fs.readFileSync(file, 'utf8'), path.basename(file))
+  const files = process.argv.length > 2 ? process.argv.slice(2) : manual()
+  const names = files.map((file) => path.relative(ROOT, path.resolve(file)).replace(/^(\.\.\/)+/, ''))
+  const perFile = files.map((file, k) => tsBlocks(fs.readFileSync(file, 'utf8'), names[k]))
+  const count = perFile.reduce((n, blocks) => n + blocks.length, 0)
   fs.mkdirSync(BLOCKS, { recursive: true })
   const run = fs.mkdtempSync(path.join(BLOCKS, 'run-'))
   let tsc
   try {
-    for (const { line, code } of blocks) {
-      // `export {}` makes every block a module: its own declarations shadow the prelude's, and top-level await works.
-      fs.writeFileSync(path.join(run, `line-${String(line).padStart(4, '0')}.mts`), `${code}\nexport {}\n`)
-    }
+    perFile.forEach((blocks, k) => {
+      for (const { line, code } of blocks) {
+        // `export {}` makes every block a module: its own declarations shadow the prelude's, and top-level await works.
+        fs.writeFileSync(path.join(run, `f${k}-line-${String(line).padStart(4, '0')}.mts`), `${code}\nexport {}\n`)
+      }
+    })
     const config = { extends: '../../tsconfig.json', files: ['../../prelude.d.ts'], include: ['*.mts'] }
     fs.writeFileSync(path.join(run, 'tsconfig.json'), JSON.stringify(config))
     const bin = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc')
@@ -47,15 +58,16 @@ function main() {
   } finally {
     fs.rmSync(run, { recursive: true, force: true })
   }
-  // tsc names a block by its file: line-0043.mts:5 is README.md line 43 + 5 - 1.
-  const out = (tsc.stdout + tsc.stderr).replace(/__test__\/types\/readme\/blocks\/run-\w+\/line-0*(\d+)\.mts\((\d+),(\d+)\)/g,
-    (_, start, row, col) => `${path.basename(file)}:${Number(start) + Number(row) - 1}:${col}`)
+  // tsc names a block by its file: f0-line-0043.mts:5 is line 43 + 5 - 1 of the first Markdown file.
+  const out = (tsc.stdout + tsc.stderr).replace(/__test__\/types\/readme\/blocks\/run-\w+\/f(\d+)-line-0*(\d+)\.mts\((\d+),(\d+)\)/g,
+    (_, k, start, row, col) => `${path.basename(files[Number(k)])}:${Number(start) + Number(row) - 1}:${col}`)
+  const which = files.map((file) => path.basename(file)).join(', ')
   if (tsc.status !== 0) {
     process.stderr.write(out)
-    console.error(`check-readme: the TypeScript examples of ${path.basename(file)} do not type-check (${blocks.length} blocks)`)
+    console.error(`check-readme: the TypeScript examples of ${which} do not type-check (${count} blocks)`)
     process.exit(1)
   }
-  console.log(`check-readme: ${blocks.length} TypeScript blocks of ${path.basename(file)} type-check under strict`)
+  console.log(`check-readme: ${count} TypeScript blocks of ${which} type-check under strict`)
 }
 
 if (require.main === module) main()
