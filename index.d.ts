@@ -1263,8 +1263,8 @@ export declare class ToolExecutor<Ctx extends ExecutionContext = ExecutionContex
   invalidate(tool: string, args?: Record<string, unknown>): number | Promise<number>
   clearCache(): void | Promise<number>
   /**
-   * Cancels every open turn and waits at most `timeoutMs` (default 5000) for handlers still running; resolves to
-   * those still running then. Removes the artifacts. `execute` rejects afterwards.
+   * Cancels every open turn and waits at most `timeoutMs` (default 1000, well inside a test runner's default test
+   * timeout; give more for a longer graceful wait) for handlers still running; resolves to those still running then. Removes the artifacts. `execute` rejects afterwards.
    */
   close(options?: { timeoutMs?: number }): Promise<{ stillRunning: PendingHandler[] }>
   /**

@@ -892,6 +892,19 @@ describe('close()', () => {
     assert.equal(gate.stats().total.lateSettlements, 1)
   })
 
+  it('waits about a second by default for a handler that ignores its signal, well inside a test runner\'s 5 s test timeout', async () => {
+    const { gate } = gateWith([{ name: 'hung', handler: () => never() }])
+    const turn = gate.execute([{ id: 'h', name: 'hung' }])
+    await turnOfLoop()
+    const started = Date.now()
+    const { stillRunning } = await gate.close()
+    const waited = Date.now() - started
+    assert.ok(waited >= 900, `it waited ${waited} ms for the handler`)
+    assert.ok(waited < 2_000, `close() took ${waited} ms: an afterEach(() => gate.close()) would fail a test`)
+    assert.deepEqual(stillRunning.map(pending), [{ callId: 'h', toolName: 'hung', attempt: 1, state: 'abandoned', reason: 'cancelled' }])
+    assert.equal((await turn)[0].errorKind, 'cancelled')
+  })
+
   it('closes an idle executor at once; execute afterwards rejects with a TypeError', async () => {
     const { gate, calls } = gateWith([{ name: 'tool' }])
     assert.deepEqual(await gate.close(), { stillRunning: [] })

@@ -28,8 +28,10 @@ const { live, withCommands, killCommandsAtExit, wake, withinTime, lookUntil, swe
 const ARRIVED_LATE = 'the turn had ended before the stream completed this call'
 /** Shared-store batches `close()` waits for at most (a store that never answers leaves the rest unwatched). */
 const MAX_STORE_BATCHES = 10_000
-/** How long `close()` waits for handlers still running after their calls ended, unless told otherwise. */
-const CLOSE_TIMEOUT_MS = 5_000
+/** How long `close()` waits for handlers still running after their calls ended, unless told otherwise: well inside
+ * a test runner's default test timeout (5 s in vitest and jest), so that `afterEach(() => gate.close())` never fails
+ * a test; a longer graceful wait is `close({ timeoutMs })`. */
+const CLOSE_TIMEOUT_MS = 1_000
 /** How long a tool's check, or a schema's own validation, may take unless the executor says otherwise (the
  * engine's default for `checkTimeoutMs`). */
 const CHECK_TIMEOUT_MS = 10_000
