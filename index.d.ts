@@ -766,6 +766,12 @@ export interface CommandReport {
   durationMs: number
   stdoutBytes: number
   stderrBytes: number
+  /** Bytes of a stream left out of the result (between its start and its end), and of those the ones kept nowhere
+   * (past what its artifact could hold); absent when none. The result's text says the same first. */
+  stdoutOmittedBytes?: number
+  stdoutDroppedBytes?: number
+  stderrOmittedBytes?: number
+  stderrDroppedBytes?: number
   /** Where a stream too long to keep whole in the result was saved. */
   stdoutArtifact?: string
   stderrArtifact?: string

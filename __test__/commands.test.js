@@ -262,10 +262,30 @@ describe('command tools: output', () => {
     assert.equal(command.stdoutBytes, 1_000_000_000 + 'THE-END\n'.length)
     assert.ok(structured.stdout.endsWith('y\ny\nTHE-END\n'), 'the tail is intact')
     assert.ok(structured.stdout.startsWith('y\ny\n'))
-    assert.match(structured.stdout, /\[… \d+ bytes left out here; the whole output is saved in the artifact [^\]]+ …\]/)
+    // What was kept where, said where the bytes are missing and first in what the model reads.
+    const [, omitted, kept, dropped] = structured.stdout.match(/\[… (\d+) bytes left out here; the artifact \S+ keeps the (\d+) that follow these lines, and the (\d+) after those were not kept …\]/).map(Number)
+    assert.equal(omitted, kept + dropped)
+    assert.deepEqual([command.stdoutOmittedBytes, command.stdoutDroppedBytes], [omitted, dropped])
+    const shown = command.stdoutBytes - omitted
+    // The result is too long for the context and cut again: this line is the first the model reads after that note.
+    assert.equal(result.output.split('\n')[1], `[stdout: ${command.stdoutBytes} bytes written; this result shows ${shown} of them, its start and its end; the artifact ${command.stdoutArtifact} keeps ${command.stdoutBytes - dropped} of them, all but the ${dropped} of its middle that were kept nowhere.]`)
     assert.ok(fs.statSync(command.stdoutArtifact).size > 8 * 1024 * 1024, 'the artifact holds the head and the spilled middle')
     const growthMb = (peak - before) / 1024 / 1024
     assert.ok(growthMb < 64, `RSS grew ${growthMb.toFixed(1)} MB`)
+  })
+
+  it('a stream longer than the result but within what its artifact holds: the model reads that all of it is saved', async () => {
+    const gate = executor()
+    gate.registerCommand({ name: 'some', command: () => ({ shell: 'yes | head -c 3000000' }) })
+    const result = await one(gate, 'some')
+    assertSuccess(result)
+    const { command, structured } = result.metadata
+    assert.equal(command.stdoutDroppedBytes, undefined, 'nothing was kept nowhere')
+    assert.ok(command.stdoutOmittedBytes > 0)
+    assert.equal(result.output.split('\n')[1], `[stdout: 3000000 bytes written; this result shows ${3_000_000 - command.stdoutOmittedBytes} of them, its start and its end; the artifact ${command.stdoutArtifact} keeps all of it.]`)
+    assert.match(structured.stdout, /\[… \d+ bytes left out here; the whole output is saved in the artifact \S+ …\]/)
+    assert.equal(fs.statSync(command.stdoutArtifact).size, 3_000_000)
+    await gate.close()
   })
 
   it('invalid UTF-8 and NUL bytes become U+FFFD; stdin is delivered; exit codes and signals are reported', async () => {

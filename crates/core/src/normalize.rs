@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::json;
-use crate::result::{transient, Binary, CommandEnd, CommandOutput, ErrorKind, Image, ToolResult, NO_OUTPUT};
+use crate::result::{transient, Binary, CommandEnd, CommandOutput, CommandReport, ErrorKind, Image, ToolResult, NO_OUTPUT};
 use crate::text;
 
 /// How much of stderr the model sees next to stdout; all of it stays in metadata.
@@ -188,6 +188,26 @@ pub fn normalize(call_id: String, name: String, outcome: Outcome) -> ToolResult 
 
 /// A command's end as the model reads it: `{stdout, stderr, exitCode}` when it exited, else what stopped it, that
 /// nothing of it runs on, and what it wrote before.
+/// What the model reads first of a stream cut short: how much was written, shown, saved and kept nowhere (the result
+/// itself may be cut again, so this comes before the streams).
+fn cut_notes(report: &CommandReport) -> String {
+    let streams = [
+        ("stdout", report.stdout_bytes, report.stdout_omitted_bytes, report.stdout_dropped_bytes, &report.stdout_artifact),
+        ("stderr", report.stderr_bytes, report.stderr_omitted_bytes, report.stderr_dropped_bytes, &report.stderr_artifact),
+    ];
+    let mut notes = String::new();
+    for (label, total, omitted, dropped, artifact) in streams.into_iter().filter(|s| s.2 > 0) {
+        let rest = match (artifact, dropped) {
+            (Some(path), 0) => format!("; the artifact {path} keeps all of it"),
+            (Some(path), _) => format!("; the artifact {path} keeps {} of them, all but the {dropped} of its middle that were kept nowhere", total - dropped),
+            (None, 0) => String::new(),
+            (None, _) => format!("; the other {dropped} were kept nowhere"),
+        };
+        notes.push_str(&format!("[{label}: {total} bytes written; this result shows {} of them, its start and its end{rest}.]\n", total - omitted));
+    }
+    notes
+}
+
 fn from_command(call_id: String, name: String, output: CommandOutput) -> ToolResult {
     let CommandOutput { stdout, stderr, report, fail_on_exit_code, timeout_retryable } = output;
     let stopped = match (report.stopped_with, report.still_running) {
@@ -195,8 +215,9 @@ fn from_command(call_id: String, name: String, output: CommandOutput) -> ToolRes
         (Some(signal), false) => format!(" It was stopped with {signal}; no process of it is still running."),
         (None, false) => String::new(),
     };
+    let cut = cut_notes(&report);
     let so_far = |what: &str| {
-        let mut text = String::new();
+        let mut text = if cut.is_empty() { String::new() } else { format!("\n{}", cut.trim_end()) };
         for (label, stream) in [("stdout", &stdout), ("stderr", &stderr)] {
             if !stream.trim().is_empty() {
                 text.push_str(&format!("\n[{label} {what}]\n{}", stream.trim_end_matches(['\n', '\r'])));
@@ -225,6 +246,9 @@ fn from_command(call_id: String, name: String, output: CommandOutput) -> ToolRes
                 result
             } else {
                 let mut result = from_stdio(call_id, name, value);
+                if !cut.is_empty() {
+                    result.output.insert_str(0, &cut);
+                }
                 if report.leftovers_stopped || report.still_running {
                     result.output.push_str(&format!("\n[it exited leaving processes behind.{stopped}]"));
                 }

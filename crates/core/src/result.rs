@@ -282,6 +282,16 @@ pub struct CommandReport {
     pub duration_ms: f64,
     pub stdout_bytes: u64,
     pub stderr_bytes: u64,
+    /// Bytes of each stream left out of the result (between its start and its end), and of those the ones kept
+    /// nowhere (past what the artifact could hold).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub stdout_omitted_bytes: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub stdout_dropped_bytes: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub stderr_omitted_bytes: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub stderr_dropped_bytes: u64,
     /// Where each stream was saved whole, when too much of it was written to keep in the result.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stdout_artifact: Option<String>,
@@ -399,6 +409,10 @@ impl ToolResult {
 }
 
 /// The text a model reads for a failed call; `forLlm` in JS builds the same string.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 pub fn failure_output(kind: ErrorKind, error: &str) -> String {
     format!("Error ({}): {}", kind.as_str(), error)
 }

@@ -15,6 +15,8 @@ pub(super) struct Capture {
     pub(super) spill_max: u64,
     /// The spill file could not be written: the middle is lost, and the result says only how much.
     pub(super) spill_failed: bool,
+    /// Bytes written to the spill, counted on after the spill is read back and let go.
+    pub(super) spilled: u64,
 }
 
 pub(super) struct Spill {
@@ -39,7 +41,7 @@ pub(super) struct Page {
 impl Capture {
     pub(super) fn new(bytes: usize, spill_max: u64) -> Self {
         let head_max = bytes / 2;
-        Capture { head: Vec::new(), head_max, tail: VecDeque::new(), tail_max: bytes - head_max, total: 0, spill: None, spill_max, spill_failed: false }
+        Capture { head: Vec::new(), head_max, tail: VecDeque::new(), tail_max: bytes - head_max, total: 0, spill: None, spill_max, spill_failed: false, spilled: 0 }
     }
 
     pub(super) fn push(&mut self, mut chunk: &[u8]) {
@@ -88,6 +90,7 @@ impl Capture {
             return;
         }
         spill.len += n as u64;
+        self.spilled += n as u64;
     }
 
     /// Where the tail starts in the stream.
@@ -95,8 +98,14 @@ impl Capture {
         self.total - self.tail.len() as u64
     }
 
+    /// Bytes left out of the result: between its head and its tail.
     pub(super) fn omitted(&self) -> u64 {
         self.tail_from() - self.head.len() as u64
+    }
+
+    /// Bytes kept nowhere: past what the spill could hold, before the tail.
+    pub(super) fn dropped(&self) -> u64 {
+        self.tail_from().saturating_sub(self.head.len() as u64 + self.spilled)
     }
 
     /// What the result shows: the whole output, or its head and tail around a line saying what was left out.
@@ -108,11 +117,13 @@ impl Capture {
             all.extend_from_slice(&tail);
             return clean(&all);
         }
-        let whole = match artifact {
-            Some(path) => format!("; the whole output is saved in the artifact {path}"),
+        let dropped = self.dropped();
+        let kept = match artifact {
+            Some(path) if dropped == 0 => format!("; the whole output is saved in the artifact {path}"),
+            Some(path) => format!("; the artifact {path} keeps the {} that follow these lines, and the {dropped} after those were not kept", omitted - dropped),
             None => String::new(),
         };
-        format!("{}\n[… {omitted} bytes left out here{whole} …]\n{}", clean(cut_end(&self.head)), clean(cut_start(&tail)))
+        format!("{}\n[… {omitted} bytes left out here{kept} …]\n{}", clean(cut_end(&self.head)), clean(cut_start(&tail)))
     }
 
     /// The stream as far as it was kept (head, spill, tail), with a line where bytes were not kept.
@@ -209,6 +220,16 @@ impl Streams {
     pub(super) fn new(capture_bytes: usize, spill_bytes: u64) -> Self {
         Streams { out: Capture::new(capture_bytes, spill_bytes), err: Capture::new(capture_bytes, spill_bytes) }
     }
+
+    /// What the report says of the streams: bytes written, left out of the result, kept nowhere.
+    pub(super) fn count(&self, report: &mut CommandReport) {
+        report.stdout_bytes = self.out.total;
+        report.stderr_bytes = self.err.total;
+        report.stdout_omitted_bytes = self.out.omitted();
+        report.stdout_dropped_bytes = self.out.dropped();
+        report.stderr_omitted_bytes = self.err.omitted();
+        report.stderr_dropped_bytes = self.err.dropped();
+    }
 }
 
 /// What a stream has written since its last line end: the start of a line still being written, so that a line
@@ -293,6 +314,8 @@ mod tests {
         assert_eq!(String::from_utf8(c.whole()).unwrap(), "01234\n[… 3 bytes not kept here …]\n89");
         let page = c.read(6, 10);
         assert_eq!((page.from, page.skipped, page.bytes.as_slice()), (8, 2, b"89".as_slice()));
+        assert_eq!((c.omitted(), c.dropped()), (6, 3));
+        assert!(c.render(Some("/a")).contains("[… 6 bytes left out here; the artifact /a keeps the 3 that follow these lines, and the 3 after those were not kept …]"));
     }
 
     #[test]

@@ -33,6 +33,10 @@ pub(super) async fn watch(hub: Arc<Hub>, run: u32, launch: Launch, control: Arc<
         duration_ms: 0.0,
         stdout_bytes: 0,
         stderr_bytes: 0,
+        stdout_omitted_bytes: 0,
+        stdout_dropped_bytes: 0,
+        stderr_omitted_bytes: 0,
+        stderr_dropped_bytes: 0,
         stdout_artifact: None,
         stderr_artifact: None,
         spawn_error: None,
@@ -213,10 +217,7 @@ pub(super) async fn watch(hub: Arc<Hub>, run: u32, launch: Launch, control: Arc<
     match mode {
         Mode::Job { id, .. } => {
             r.duration_ms = millis(duration);
-            let streams = lock(&streams);
-            r.stdout_bytes = streams.out.total;
-            r.stderr_bytes = streams.err.total;
-            drop(streams);
+            lock(&streams).count(&mut r);
             hub.job_ended(id, r);
         }
         Mode::Foreground { .. } => {
@@ -235,8 +236,7 @@ pub(super) async fn watch(hub: Arc<Hub>, run: u32, launch: Launch, control: Arc<
                 let mut streams = streams;
                 r.stdout_artifact = save_whole(&mut streams.out, &tool, "stdout", &save);
                 r.stderr_artifact = save_whole(&mut streams.err, &tool, "stderr", &save);
-                r.stdout_bytes = streams.out.total;
-                r.stderr_bytes = streams.err.total;
+                streams.count(&mut r);
                 Finished { stdout: streams.out.render(r.stdout_artifact.as_deref()), stderr: streams.err.render(r.stderr_artifact.as_deref()), report: r }
             })
             .await;
@@ -259,8 +259,7 @@ pub(super) fn save_whole(capture: &mut Capture, tool: &str, stream: &str, save: 
 pub(super) fn snapshot(streams: &Arc<Mutex<Streams>>, mut report: CommandReport, started: Instant) -> Finished {
     let streams = lock(streams);
     report.duration_ms = millis(started.elapsed());
-    report.stdout_bytes = streams.out.total;
-    report.stderr_bytes = streams.err.total;
+    streams.count(&mut report);
     Finished { stdout: streams.out.render(None), stderr: streams.err.render(None), report }
 }
 
