@@ -126,6 +126,21 @@ export async function turn(): Promise<string> {
 }
 `
 
+/** Every subpath, as a project on the older resolution (`moduleResolution: "node"`, which reads no `exports`) imports
+ * it: `typesVersions` points it at its types. */
+const NODE10_TS = `import { ToolExecutor } from 'toolgate'
+import { aiSdkTools } from 'toolgate/ai-sdk'
+import { openAiAgentsTools } from 'toolgate/openai-agents'
+import { langchainTools } from 'toolgate/langchain'
+import { mountMcp } from 'toolgate/mcp'
+import { redisStore } from 'toolgate/redis'
+import { manualClock } from 'toolgate/testing'
+const gate: ToolExecutor = new ToolExecutor({ clock: manualClock() })
+export const subpaths = [aiSdkTools, openAiAgentsTools, langchainTools, mountMcp, redisStore, gate]
+// @ts-expect-error a subpath the package does not have
+import('toolgate/nothing')
+`
+
 const TS_FILES = {
   'esm.mts': `import toolgate, { ToolExecutor, type ToolResult, type ErrorKind } from 'toolgate'\nexport const same: typeof ToolExecutor = toolgate.ToolExecutor\n${TS_BODY}`,
   'cjs.cts': `import toolgate = require('toolgate')\nimport { ToolExecutor } from 'toolgate'\ntype ToolResult = toolgate.ToolResult\ntype ErrorKind = toolgate.ErrorKind\n${TS_BODY}`,
@@ -205,6 +220,13 @@ function checkPackage({ mutate = {}, keep = false } = {}) {
     }
     fs.writeFileSync(path.join(project, 'tsconfig.json'), JSON.stringify(tsconfig))
     must(run(process.execPath, [TSC, '-p', project], { cwd: project, env }), 'tsc against the published types')
+    // The frameworks are not installed here: their types are the project's own to bring (skipLibCheck, as such
+    // projects run); what is checked is that every subpath of toolgate resolves.
+    fs.mkdirSync(path.join(project, 'node10'))
+    fs.writeFileSync(path.join(project, 'node10', 'subpaths.ts'), NODE10_TS)
+    const node10 = { compilerOptions: { module: 'commonjs', moduleResolution: 'node', target: 'es2022', strict: true, noEmit: true, skipLibCheck: true, typeRoots: tsconfig.compilerOptions.typeRoots, types: ['node'] }, files: ['subpaths.ts'] }
+    fs.writeFileSync(path.join(project, 'node10', 'tsconfig.json'), JSON.stringify(node10))
+    must(run(process.execPath, [TSC, '-p', path.join(project, 'node10')], { cwd: project, env }), 'tsc with moduleResolution "node" against every subpath')
 
     return {
       mainTarball: { size: mainTarball.size, unpackedSize: mainTarball.unpackedSize, files: mainTarball.files.length },

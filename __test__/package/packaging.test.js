@@ -38,6 +38,13 @@ test('the check fails when files leaves out a module the entry needs', () => {
   )
 })
 
+test('the check fails when a subpath\'s types do not resolve under moduleResolution "node"', () => {
+  assert.throws(
+    () => checkPackage({ mutate: { main: (dir) => editJson(path.join(dir, 'package.json'), ({ typesVersions, ...p }) => p) } }),
+    (error) => /moduleResolution "node"/.test(error.message) && /toolgate\/ai-sdk/.test(error.message),
+  )
+})
+
 test('the check fails when the types do not resolve', () => {
   assert.throws(
     () => checkPackage({ mutate: { main: (dir) => editJson(path.join(dir, 'package.json'), (p) => ({ ...p, files: p.files.filter((f) => f !== 'index.d.mts') })) } }),
