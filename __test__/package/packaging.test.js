@@ -220,3 +220,17 @@ test('release staging puts each binary in its platform package only, and fails w
     fs.rmSync(short.dir, { recursive: true, force: true })
   }
 })
+
+test('npm run demo runs on the engine the install built: no second build (there is no cargo on its PATH)', () => {
+  const bin = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'toolgate-demo-'))
+  try {
+    fs.symlinkSync(process.execPath, path.join(bin, 'node'))
+    fs.symlinkSync('/bin/sh', path.join(bin, 'sh'))
+    const demo = spawnSync('/bin/sh', ['-c', pkg.scripts.demo], { cwd: ROOT, encoding: 'utf8', env: { PATH: bin, HOME: process.env.HOME } })
+    assert.equal(demo.status, 0, demo.stderr)
+    assert.doesNotMatch(demo.stderr, /cargo|Rust toolchain/)
+    assert.match(demo.stdout, /execute\(\) took \d+ ms/, 'the demo ran its turns')
+  } finally {
+    fs.rmSync(bin, { recursive: true, force: true })
+  }
+})
