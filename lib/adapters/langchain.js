@@ -2,9 +2,16 @@
 // toolgate/langchain for CommonJS: the shared adapter over the CommonJS build of @langchain/core (and of
 // @langchain/langgraph, when installed), the copy a CommonJS app requires itself.
 
-const { StructuredTool } = require('@langchain/core/tools')
-const { AIMessage, ToolMessage, isAIMessage, isBaseMessage } = require('@langchain/core/messages')
+const { rethrowing } = require('./framework.js')
 const { langchainAdapter } = require('./langchain.shared.js')
+
+const { StructuredTool, AIMessage, ToolMessage, isAIMessage, isBaseMessage } = (() => {
+  try {
+    return { ...require('@langchain/core/tools'), ...require('@langchain/core/messages') }
+  } catch (err) {
+    rethrowing('@langchain/core', 'toolgate/langchain')(err)
+  }
+})()
 
 /** LangGraph's ToolNode and toolsCondition, or nothing without @langchain/langgraph (then only those two of the
  * adapter refuse to work). */

@@ -1,8 +1,11 @@
 // toolgate/langchain for ESM: the shared adapter over the ESM build of @langchain/core (and of
 // @langchain/langgraph, when installed), the copy an ESM app imports itself.
-import { StructuredTool } from '@langchain/core/tools'
-import { AIMessage, ToolMessage, isAIMessage, isBaseMessage } from '@langchain/core/messages'
 import shared from './langchain.shared.js'
+import framework from './framework.js'
+
+const framed = framework.rethrowing('@langchain/core', 'toolgate/langchain')
+const { StructuredTool } = await import('@langchain/core/tools').catch(framed)
+const { AIMessage, ToolMessage, isAIMessage, isBaseMessage } = await import('@langchain/core/messages').catch(framed)
 
 /** LangGraph's ToolNode and toolsCondition, or nothing without @langchain/langgraph (then only those two of the
  * adapter refuse to work). */
