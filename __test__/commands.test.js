@@ -94,17 +94,20 @@ describe('command tools: stopping', { skip: !onLinux && 'reads /proc' }, () => {
     assert.equal(await goneWithin(marker, 500 + 500), 0)
   })
 
-  it('close() stops running commands and resolves once they are gone', async () => {
-    const gate = new ToolExecutor()
-    const marker = newMarker()
-    gate.registerCommand({ name: 'long', timeoutMs: 60_000, killGraceMs: 300, command: () => grandchildren(marker, "trap '' TERM; ") })
-    const pending = one(gate, 'long')
-    await sleep(200)
-    assert.equal(running(marker).length, 3)
-    await gate.close()
-    assert.equal(running(marker).length, 0, 'nothing runs once close() resolved')
-    assertFailure(await pending, 'cancelled')
-  })
+  // The grace for SIGTERM shorter, then longer, than close()'s default wait for handlers (1 s).
+  for (const killGraceMs of [300, 1_500]) {
+    it(`close() stops running commands and resolves once they are gone (killGraceMs ${killGraceMs})`, async () => {
+      const gate = new ToolExecutor()
+      const marker = newMarker()
+      gate.registerCommand({ name: 'long', timeoutMs: 60_000, killGraceMs, command: () => grandchildren(marker, "trap '' TERM; ") })
+      const pending = one(gate, 'long')
+      await sleep(200)
+      assert.equal(running(marker).length, 3)
+      await gate.close()
+      assert.equal(running(marker).length, 0, 'nothing runs once close() resolved')
+      assertFailure(await pending, 'cancelled')
+    })
+  }
 
   it('what a command leaves running when it exits is stopped, and the result says so', async () => {
     const gate = executor()
@@ -266,9 +269,8 @@ describe('command tools: output', () => {
     const [, omitted, kept, dropped] = structured.stdout.match(/\[… (\d+) bytes left out here; the artifact \S+ keeps the (\d+) that follow these lines, and the (\d+) after those were not kept …\]/).map(Number)
     assert.equal(omitted, kept + dropped)
     assert.deepEqual([command.stdoutOmittedBytes, command.stdoutDroppedBytes], [omitted, dropped])
-    const shown = command.stdoutBytes - omitted
     // The result is too long for the context and cut again: this line is the first the model reads after that note.
-    assert.equal(result.output.split('\n')[1], `[stdout: ${command.stdoutBytes} bytes written; this result shows ${shown} of them, its start and its end; the artifact ${command.stdoutArtifact} keeps ${command.stdoutBytes - dropped} of them, all but the ${dropped} of its middle that were kept nowhere.]`)
+    assert.equal(result.output.split('\n')[1], `[stdout: ${command.stdoutBytes} bytes written, ${omitted} of them left out of this result; the artifact ${command.stdoutArtifact} keeps ${command.stdoutBytes - dropped} of them; ${dropped} bytes of its middle were kept nowhere.]`)
     assert.ok(fs.statSync(command.stdoutArtifact).size > 8 * 1024 * 1024, 'the artifact holds the head and the spilled middle')
     const growthMb = (peak - before) / 1024 / 1024
     assert.ok(growthMb < 64, `RSS grew ${growthMb.toFixed(1)} MB`)
@@ -282,7 +284,7 @@ describe('command tools: output', () => {
     const { command, structured } = result.metadata
     assert.equal(command.stdoutDroppedBytes, undefined, 'nothing was kept nowhere')
     assert.ok(command.stdoutOmittedBytes > 0)
-    assert.equal(result.output.split('\n')[1], `[stdout: 3000000 bytes written; this result shows ${3_000_000 - command.stdoutOmittedBytes} of them, its start and its end; the artifact ${command.stdoutArtifact} keeps all of it.]`)
+    assert.equal(result.output.split('\n')[1], `[stdout: 3000000 bytes written, ${command.stdoutOmittedBytes} of them left out of this result; the artifact ${command.stdoutArtifact} keeps all of it.]`)
     assert.match(structured.stdout, /\[… \d+ bytes left out here; the whole output is saved in the artifact \S+ …\]/)
     assert.equal(fs.statSync(command.stdoutArtifact).size, 3_000_000)
     await gate.close()

@@ -186,10 +186,8 @@ pub fn normalize(call_id: String, name: String, outcome: Outcome) -> ToolResult 
     }
 }
 
-/// A command's end as the model reads it: `{stdout, stderr, exitCode}` when it exited, else what stopped it, that
-/// nothing of it runs on, and what it wrote before.
-/// What the model reads first of a stream cut short: how much was written, shown, saved and kept nowhere (the result
-/// itself may be cut again, so this comes before the streams).
+/// What the model reads first of a stream cut short: how much it wrote, how much of that the result left out, and
+/// where that is kept, if anywhere (the result itself may be cut again, so this comes before the streams).
 fn cut_notes(report: &CommandReport) -> String {
     let streams = [
         ("stdout", report.stdout_bytes, report.stdout_omitted_bytes, report.stdout_dropped_bytes, &report.stdout_artifact),
@@ -199,15 +197,17 @@ fn cut_notes(report: &CommandReport) -> String {
     for (label, total, omitted, dropped, artifact) in streams.into_iter().filter(|s| s.2 > 0) {
         let rest = match (artifact, dropped) {
             (Some(path), 0) => format!("; the artifact {path} keeps all of it"),
-            (Some(path), _) => format!("; the artifact {path} keeps {} of them, all but the {dropped} of its middle that were kept nowhere", total - dropped),
+            (Some(path), _) => format!("; the artifact {path} keeps {} of them; {dropped} bytes of its middle were kept nowhere", total - dropped),
             (None, 0) => String::new(),
-            (None, _) => format!("; the other {dropped} were kept nowhere"),
+            (None, _) => format!("; {dropped} bytes of its middle were kept nowhere"),
         };
-        notes.push_str(&format!("[{label}: {total} bytes written; this result shows {} of them, its start and its end{rest}.]\n", total - omitted));
+        notes.push_str(&format!("[{label}: {total} bytes written, {omitted} of them left out of this result{rest}.]\n"));
     }
     notes
 }
 
+/// A command's end as the model reads it: `{stdout, stderr, exitCode}` when it exited, else what stopped it, that
+/// nothing of it runs on, and what it wrote before.
 fn from_command(call_id: String, name: String, output: CommandOutput) -> ToolResult {
     let CommandOutput { stdout, stderr, report, fail_on_exit_code, timeout_retryable } = output;
     let stopped = match (report.stopped_with, report.still_running) {

@@ -408,11 +408,11 @@ impl ToolResult {
     }
 }
 
-/// The text a model reads for a failed call; `forLlm` in JS builds the same string.
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+/// The text a model reads for a failed call; `forLlm` in JS builds the same string.
 pub fn failure_output(kind: ErrorKind, error: &str) -> String {
     format!("Error ({}): {}", kind.as_str(), error)
 }

@@ -85,8 +85,10 @@ impl Capture {
         }
         // A blocking write from the reading task: it lands in the page cache, and the cap bounds it.
         if spill.file.write_all(&bytes[..n]).is_err() {
+            // The file goes with what it held: those bytes are kept nowhere now.
             self.spill = None;
             self.spill_failed = true;
+            self.spilled = 0;
             return;
         }
         spill.len += n as u64;

@@ -252,7 +252,12 @@ pub(super) fn save_whole(capture: &mut Capture, tool: &str, stream: &str, save: 
     }
     let whole = capture.whole();
     capture.spill = None;
-    save(&format!("{tool}-{stream}"), whole)
+    let saved = save(&format!("{tool}-{stream}"), whole);
+    if saved.is_none() {
+        // Not saved (past the artifacts' limits, a write that failed): the spilled middle is kept nowhere.
+        capture.spilled = 0;
+    }
+    saved
 }
 
 /// What the call is answered with when its command moves to the background: the output so far.
