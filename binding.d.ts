@@ -68,6 +68,11 @@ export declare class Engine {
   killCommands(): void
   /** Commands and background jobs whose processes may still run. */
   get commandsAlive(): number
+  /**
+   * The longest `killGraceMs` of the registered command tools (0 without any): how long a stopped command may
+   * take to be gone.
+   */
+  get longestKillGraceMs(): number
   /** Each value of a JSON array with secrets redacted and its size capped, as a trace shows arguments. */
   snapshots(jsonArray: string): string
   readArtifact(path: string, offset: number, limit: number | undefined | null, policyJson: string): string

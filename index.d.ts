@@ -1270,7 +1270,8 @@ export declare class ToolExecutor<Ctx extends ExecutionContext = ExecutionContex
   clearCache(): void | Promise<number>
   /**
    * Cancels every open turn and waits at most `timeoutMs` (default 1000, well inside a test runner's default test
-   * timeout; give more for a longer graceful wait) for handlers still running; resolves to those still running then. Removes the artifacts. `execute` rejects afterwards.
+   * timeout; give more for a longer graceful wait) for handlers still running, and for the processes of command
+   * tools it stopped until they are gone (their `killGraceMs` past); resolves to the handlers still running then. Removes the artifacts. `execute` rejects afterwards.
    */
   close(options?: { timeoutMs?: number }): Promise<{ stillRunning: PendingHandler[] }>
   /**

@@ -28,6 +28,8 @@ const { live, withCommands, killCommandsAtExit, wake, withinTime, lookUntil, swe
 const ARRIVED_LATE = 'the turn had ended before the stream completed this call'
 /** Shared-store batches `close()` waits for at most (a store that never answers leaves the rest unwatched). */
 const MAX_STORE_BATCHES = 10_000
+/** Past a command's grace for SIGTERM, how long its SIGKILLed processes may take to be reaped. */
+const COMMANDS_GONE_MARGIN_MS = 1_000
 /** How long `close()` waits for handlers still running after their calls ended, unless told otherwise: well inside
  * a test runner's default test timeout (5 s in vitest and jest), so that `afterEach(() => gate.close())` never fails
  * a test; a longer graceful wait is `close({ timeoutMs })`. */
@@ -294,7 +296,8 @@ class ToolExecutor {
     this.#timers.clearAll?.()
     clearTimeout(this.#wakeTimer)
     const timeoutMs = options?.timeoutMs ?? CLOSE_TIMEOUT_MS
-    const closeBy = now() + timeoutMs
+    const started = now()
+    const closeBy = started + timeoutMs
     for (const turn of this.#turns.values()) turn.abortReason = new DOMException('The tool executor was closed', 'AbortError')
     this.#runs.sendSettled()
     const unstarted = [...this.#runs.notStarted.keys()]
@@ -312,7 +315,9 @@ class ToolExecutor {
       this.#onIdle = null
     }
     await this.#storeAnswered(closeBy - now())
-    await this.#commandsGone(closeBy)
+    // A command stopped now is gone once its grace for SIGTERM has passed and SIGKILL has done its work: close()
+    // waits that long for it, whatever the wait for handlers.
+    await this.#commandsGone(Math.max(closeBy, started + this.#engine.longestKillGraceMs + COMMANDS_GONE_MARGIN_MS))
     this.#guard(() => this.#engine.removeArtifacts())
     this.#observers?.auditSink?.close()
     const stillRunning = this.pendingHandlers()

@@ -290,6 +290,13 @@ impl Engine {
         self.inner.commands().alive() as u32
     }
 
+    /// The longest `killGraceMs` of the registered command tools (0 without any): how long a stopped command may
+    /// take to be gone.
+    #[napi(getter, catch_unwind)]
+    pub fn longest_kill_grace_ms(&self) -> u32 {
+        self.inner.longest_kill_grace_ms().min(u64::from(u32::MAX)) as u32
+    }
+
     /// Each value of a JSON array with secrets redacted and its size capped, as a trace shows arguments.
     #[napi(catch_unwind)]
     pub fn snapshots(&self, json_array: String) -> Result<String> {

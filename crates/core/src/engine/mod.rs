@@ -699,6 +699,11 @@ impl Engine {
         Ok(turn.slots.into_iter().filter_map(|s| if streaming { s.result } else { Some(s.result.expect("a finished turn has every result")) }).collect())
     }
 
+    /// The longest `killGraceMs` of the registered command tools, 0 without any.
+    pub fn longest_kill_grace_ms(&self) -> u64 {
+        self.registry.iter().filter_map(|t| t.spec.command.as_ref()).map(|c| c.kill_grace_ms).max().unwrap_or(0)
+    }
+
     /// How many handlers are running across all turns.
     pub fn running(&self) -> usize {
         self.runs.len()
