@@ -1,6 +1,7 @@
 'use strict'
 // An adapter whose framework cannot be found (not installed, or a toolgate linked from a local clone, which looks
-// for it inside the clone) throws an error that names the package and the fix, from CommonJS and from ESM.
+// for it inside the clone) throws an error that names the package and the fix, from CommonJS and from ESM; the MCP
+// adapter's ESM build imports its SDK statically (no top-level await), so there Node's own error names the package.
 
 const { describe, it } = require('node:test')
 const assert = require('node:assert/strict')
@@ -31,13 +32,13 @@ function withoutPackage(pkg, code, type) {
 }
 
 const CASES = [
-  { subpath: 'toolgate/langchain', pkg: '@langchain/core' },
-  { subpath: 'toolgate/mcp', pkg: '@modelcontextprotocol/sdk' },
+  { subpath: 'toolgate/langchain', pkg: '@langchain/core', types: ['commonjs', 'module'] },
+  { subpath: 'toolgate/mcp', pkg: '@modelcontextprotocol/sdk', types: ['commonjs'] },
 ]
 
 describe('an adapter whose framework cannot be found', () => {
-  for (const { subpath, pkg } of CASES) {
-    for (const type of ['commonjs', 'module']) {
+  for (const { subpath, pkg, types } of CASES) {
+    for (const type of types) {
       it(`${subpath} from ${type === 'module' ? 'ESM' : 'CommonJS'}: names ${pkg} and the fix`, () => {
         const load = type === 'module' ? `await import('${subpath}')` : `require('${subpath}')`
         const child = withoutPackage(pkg, `try { ${load}; console.log('loaded') } catch (err) { console.log(JSON.stringify({ message: err.message, code: err.code })) }`, type)
@@ -50,4 +51,12 @@ describe('an adapter whose framework cannot be found', () => {
       })
     }
   }
+
+  it('toolgate/mcp from ESM: Node\'s own error, naming the SDK', () => {
+    const child = withoutPackage('@modelcontextprotocol/sdk', "try { await import('toolgate/mcp'); console.log('loaded') } catch (err) { console.log(JSON.stringify({ message: err.message, code: err.code })) }", 'module')
+    assert.equal(child.status, 0, child.stderr)
+    const { message, code } = JSON.parse(child.stdout.trim().split('\n').at(-1))
+    assert.equal(code, 'ERR_MODULE_NOT_FOUND')
+    assert.match(message, /@modelcontextprotocol\/sdk/)
+  })
 })

@@ -7,7 +7,9 @@ const { langchainAdapter } = require('./langchain.shared.js')
 
 const { StructuredTool, AIMessage, ToolMessage, isAIMessage, isBaseMessage } = (() => {
   try {
-    return { ...require('@langchain/core/tools'), ...require('@langchain/core/messages') }
+    const { StructuredTool } = require('@langchain/core/tools')
+    const { AIMessage, ToolMessage, isAIMessage, isBaseMessage } = require('@langchain/core/messages')
+    return { StructuredTool, AIMessage, ToolMessage, isAIMessage, isBaseMessage }
   } catch (err) {
     rethrowing('@langchain/core', 'toolgate/langchain')(err)
   }
