@@ -204,8 +204,8 @@ for (const major of [5, 6, 7]) {
       const traces = new Set()
       const rec = recorder()
       const gate = new ToolExecutor({ audit: { onRecord: (record) => traces.add(record.traceId) } })
-      gate.register({ name: 'read', readOnly: true, parameters: KEY, handler: rec.handler(60) })
-      gate.register({ name: 'write', parameters: KEY, handler: rec.handler(60) })
+      gate.register({ name: 'read', readOnly: true, parameters: KEY, handler: rec.handler(250) })
+      gate.register({ name: 'write', parameters: KEY, handler: rec.handler(250) })
       const tools = aiSdkTools(gate)
       const messages = []
       const started = []

@@ -46,6 +46,16 @@ async function connect(kind) {
   return client
 }
 
+/** Resolves once Redis is asleep (a DEBUG SLEEP sent on another connection has begun): a PING on `pinger` goes
+ * unanswered for a while. A fixed pause before the calls would race the sleep on a loaded machine. */
+async function asleep(pinger) {
+  for (let tries = 0; tries < 100; tries++) {
+    const answered = await Promise.race([pinger.ping().then(() => true), sleep(25).then(() => false)])
+    if (!answered) return
+  }
+  throw new Error('Redis never went to sleep: DEBUG SLEEP did not take')
+}
+
 /** A server of the test's own (to kill, or to guard with a password) and an ioredis client of it; `end()` closes
  * the executors given and both. */
 async function ownServer({ password, clientPassword } = {}) {
@@ -468,7 +478,7 @@ test('a slow Redis (DEBUG SLEEP) past timeoutMs: calls go on or stop at the time
   gate.register({ name: 'api', readOnly: true, rateLimit: '10/s', handler: () => 'ok' })
   try {
     const slept = sleeper.call('DEBUG', 'SLEEP', '0.5')
-    await sleep(20)
+    await asleep(await connect('ioredis'))
     const started = Date.now()
     const [cached, limited] = await gate.execute([{ name: 'lookup' }, { name: 'api' }])
     const tookMs = Date.now() - started
@@ -585,7 +595,7 @@ test('close() waits for the store\'s answers still out, so the lease a cancelled
   const gate = new ToolExecutor({ store: redisStore({ client, prefix, timeoutMs: 2_000 }) })
   gate.register({ name: 'lookup', readOnly: true, idempotent: true, handler: () => 'v' })
   const slept = sleeper.call('DEBUG', 'SLEEP', '0.3')
-  await sleep(20)
+  await asleep(await connect('ioredis'))
   const turn = gate.execute([{ name: 'lookup' }])
   await sleep(20)
   await gate.close()
@@ -611,7 +621,7 @@ test('close({ timeoutMs }) keeps to one deadline for handlers still running and 
   void gate.execute([{ name: 'stuck' }])
   await sleep(20)
   const slept = sleeper.call('DEBUG', 'SLEEP', '3')
-  await sleep(20)
+  await asleep(await connect('ioredis'))
   void gate.execute([{ name: 'lookup' }])
   await sleep(20)
   const started = Date.now()

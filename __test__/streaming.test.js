@@ -6,6 +6,7 @@ const { describe, it } = require('node:test')
 const assert = require('node:assert/strict')
 const { ToolExecutor } = require('..')
 const { deferred, generator, kinds, sleep } = require('./helpers.js')
+const { manualClock } = require('toolgate/testing')
 
 const number = { type: 'object', properties: { n: { type: 'number' } } }
 
@@ -151,14 +152,16 @@ describe('a streaming turn', () => {
     const aborted = gate.turn({ signal: AbortSignal.abort() })
     assert.deepEqual(await aborted.results, [], 'a signal fired before the turn opened ends it at once')
 
-    const started = Date.now()
-    const byLimit = gate.turn({ deadlineMs: 40 })
-    await sleep(25)
+    // On a clock the test moves: the limit counts from turn(), not from the add.
+    const clock = manualClock()
+    const timed = heldTools({ clock }).gate
+    const byLimit = timed.turn({ deadlineMs: 40 })
+    await clock.advance(25)
     byLimit.add(read(3))
-    const limited = await byLimit.results
-    assert.deepEqual(kinds(limited), ['timeout'])
-    assert.ok(Date.now() - started < 1000)
+    await clock.advance(15)
+    assert.deepEqual(kinds(await byLimit.results), ['timeout'])
     assert.equal(byLimit.open, false)
+    await timed.close({ timeoutMs: 10 })
 
     const byClose = gate.turn()
     byClose.add(read(4))
