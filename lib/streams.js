@@ -2,8 +2,6 @@
 // Tool calls read out of a provider's stream as it arrives: each call whole the moment its arguments are complete,
 // and, when the stream ends early, those it cut inside their arguments.
 
-const STREAM_FORMATS = ['anthropic', 'openai-responses', 'openai-chat', 'gemini', 'bedrock']
-
 /** The marker the engine reads on a call whose arguments the stream cut short: it is answered, never run. */
 const CUT = '__toolgateCut'
 
@@ -202,5 +200,6 @@ function bedrock(assembly, event) {
 }
 
 const READERS = { anthropic, 'openai-responses': openaiResponses, 'openai-chat': openaiChat, gemini, bedrock }
+const STREAM_FORMATS = Object.keys(READERS)
 
-module.exports = { STREAM_FORMATS, READERS, Assembly, CUT }
+module.exports = { STREAM_FORMATS, READERS, Assembly }

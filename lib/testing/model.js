@@ -25,8 +25,8 @@ function scriptedModel(turns) {
   if (!Array.isArray(turns)) throw new TypeError('scriptedModel(turns): turns must be an array')
   const script = turns.map(normalizeTurn)
   const requests = []
-  const next = (messages, stream) => {
-    const streamed = stream === undefined ? undefined : readStream(stream, 'scriptedModel: respond(messages, { stream })')
+  /** `streamed`: the stream's options, read (`readStream`), when the turn is to come as events too. */
+  const next = (messages, streamed) => {
     requests.push(structuredClone(messages))
     if (requests.length > script.length) {
       throw new Error(`scriptedModel: the script has ${script.length} turns and the model was asked for turn ${requests.length}`)
@@ -37,7 +37,8 @@ function scriptedModel(turns) {
   return {
     requests,
     async respond(messages, options) {
-      return next(messages, options?.stream)
+      const stream = options?.stream
+      return next(messages, stream === undefined ? undefined : readStream(stream, 'scriptedModel: respond(messages, { stream })'))
     },
     stream(messages, options) {
       return next(messages, readStream(options, 'scriptedModel: stream(messages, options)')).events
