@@ -75,6 +75,8 @@ export declare class Engine {
   get longestKillGraceMs(): number
   /** Each value of a JSON array with secrets redacted and its size capped, as a trace shows arguments. */
   snapshots(jsonArray: string): string
+  /** A JSON value with secrets redacted and nothing cut, as a recorded turn keeps it. */
+  redacted(json: string): string
   readArtifact(path: string, offset: number, limit: number | undefined | null, policyJson: string): string
   searchArtifact(path: string, pattern: string, policyJson: string): string
   sweepArtifacts(): number

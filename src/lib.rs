@@ -66,10 +66,11 @@ impl Engine {
         log_to_stderr();
         let options = EngineOptions::from_json(&options_json).map_err(fail)?;
         let wake = wake.build_threadsafe_function().weak::<true>().callee_handled::<false>().build()?;
-        let inner = toolgate_core::Engine::new(options).map_err(fail)?;
+        let mut inner = toolgate_core::Engine::new(options).map_err(fail)?;
         let manual = manual_clock.unwrap_or(false).then(|| ManualClock { now: Instant::now(), wall: SystemTime::now() });
         if let Some(clock) = &manual {
             inner.set_clock(clock.wall);
+            inner.fix_jitter(0);
         }
         Ok(Engine {
             inner,
@@ -301,6 +302,12 @@ impl Engine {
     #[napi(catch_unwind)]
     pub fn snapshots(&self, json_array: String) -> Result<String> {
         self.inner.snapshots(&json_array).map_err(fail)
+    }
+
+    /// A JSON value with secrets redacted and nothing cut, as a recorded turn keeps it.
+    #[napi(catch_unwind)]
+    pub fn redacted(&self, json: String) -> Result<String> {
+        self.inner.redacted(&json).map_err(fail)
     }
 
     #[napi(catch_unwind)]

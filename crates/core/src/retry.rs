@@ -63,12 +63,12 @@ pub fn eligible(result: &ToolResult, attempts_so_far: u32, policy: &RetryPolicy)
     kind_retries && result.retryable && attempts_so_far <= policy.max_retries
 }
 
-/// The wait before attempt `attempts_so_far + 1`: full jitter over the exponential step, but never less than a
-/// `retryAfterMs` the failure asked for.
-pub fn delay(policy: &RetryPolicy, attempts_so_far: u32, retry_after_ms: Option<u64>) -> Duration {
+/// The wait before attempt `attempts_so_far + 1`: full jitter (`jitter`, a draw in [0, 1)) over the exponential
+/// step, but never less than a `retryAfterMs` the failure asked for.
+pub fn delay(policy: &RetryPolicy, attempts_so_far: u32, retry_after_ms: Option<u64>, jitter: f64) -> Duration {
     let step = policy.initial_delay_ms as f64 * policy.backoff_factor.powi(attempts_so_far.saturating_sub(1) as i32);
     let ceiling = step.min(policy.max_delay_ms as f64);
-    let jittered = fastrand::f64() * ceiling;
+    let jittered = jitter * ceiling;
     let ms = retry_after_ms.map_or(jittered, |hint| jittered.max(hint as f64));
     seconds(ms / 1000.0)
 }
@@ -81,10 +81,10 @@ mod tests {
     fn delays_grow_exponentially_under_full_jitter_and_honour_hints() {
         let policy = RetryPolicy { max_retries: 5, initial_delay_ms: 100, backoff_factor: 2.0, max_delay_ms: 300, max_elapsed_ms: 10_000, on_timeout: false };
         for _ in 0..200 {
-            assert!(delay(&policy, 1, None) < Duration::from_millis(100));
-            assert!(delay(&policy, 2, None) < Duration::from_millis(200));
-            assert!(delay(&policy, 5, None) < Duration::from_millis(300), "capped at maxDelayMs");
-            assert!(delay(&policy, 1, Some(250)) >= Duration::from_millis(250));
+            assert!(delay(&policy, 1, None, fastrand::f64()) < Duration::from_millis(100));
+            assert!(delay(&policy, 2, None, fastrand::f64()) < Duration::from_millis(200));
+            assert!(delay(&policy, 5, None, fastrand::f64()) < Duration::from_millis(300), "capped at maxDelayMs");
+            assert!(delay(&policy, 1, Some(250), fastrand::f64()) >= Duration::from_millis(250));
         }
     }
 }

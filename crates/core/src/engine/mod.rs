@@ -97,6 +97,8 @@ pub struct Engine {
     next_flight: u32,
     rate_limit: Option<RateLimit>,
     shaper: Arc<Shaper>,
+    /// Where retry backoffs draw their jitter.
+    jitter: fastrand::Rng,
     /// Consecutive rollback flags per session (`sessionId`; "" without one).
     rollbacks: Bounded<String, u32>,
     /// The executor's permission rules and mode, under every context's.
@@ -168,6 +170,7 @@ impl Engine {
             outbox: Vec::new(),
             remembered: Bounded::new(REMEMBERED_APPROVALS),
             shaper: Arc::new(shaper),
+            jitter: fastrand::Rng::new(),
             store,
             flights: HashMap::new(),
             flight_waiters: FxHashMap::default(),
@@ -520,6 +523,35 @@ impl Engine {
         Ok(Value::Array(values).to_string())
     }
 
+    /// A JSON value with every secret the executor's rules find redacted, whole (a recorded turn): nothing is cut,
+    /// since a replay needs all of it. A value nested too deeply to read is refused.
+    pub fn redacted(&self, json: &str) -> Result<String, String> {
+        let (mut value, _) = json::from_str_mended::<Value>(json).map_err(|e| format!("redacted: not JSON that can be read: {e}"))?;
+        self.redact_json_texts(&mut value);
+        self.shaper.redact_value(&mut value);
+        Ok(value.to_string())
+    }
+
+    /// Strings that hold a JSON object or array (a call's arguments as JSON text) redacted as the values they hold:
+    /// a secret-named key inside them goes whole, as in arguments already parsed.
+    fn redact_json_texts(&self, value: &mut Value) {
+        let mut stack = vec![value];
+        while let Some(value) = stack.pop() {
+            match value {
+                Value::String(text) if text.trim_start().starts_with(['{', '[']) => {
+                    if let Ok((mut inner, _)) = json::from_str_mended::<Value>(text) {
+                        if !self.shaper.redact_value(&mut inner).is_empty() {
+                            *text = inner.to_string();
+                        }
+                    }
+                }
+                Value::Array(items) => stack.extend(items.iter_mut()),
+                Value::Object(map) => stack.extend(map.values_mut()),
+                _ => {}
+            }
+        }
+    }
+
     /// Removes artifacts past their TTL; returns how many.
     pub fn sweep_artifacts(&self) -> usize {
         self.shaper.artifacts.sweep()
@@ -528,6 +560,12 @@ impl Engine {
     /// The time on a clock the host moves (a test's manual clock): artifacts age on it from now on.
     pub fn set_clock(&self, now: SystemTime) {
         self.shaper.artifacts.set_clock(now);
+    }
+
+    /// Backoff jitter drawn from a fixed seed: on a clock a test moves, the same turn waits the same every run, and a
+    /// replayed recording gives the same results every time.
+    pub fn fix_jitter(&mut self, seed: u64) {
+        self.jitter = fastrand::Rng::with_seed(seed);
     }
 
     /// Removes every artifact (closing the executor).

@@ -230,12 +230,13 @@ impl Engine {
     /// One attempt failed or succeeded: retry it after a backoff when the retry station allows, else settle.
     pub(super) fn attempt_ended(&mut self, at: At, result: Box<ToolResult>, now: Instant, step: &mut Step) {
         self.attempt_outcome(at, &result, true, now, step);
+        let jitter = self.jitter.f64();
         let Some(turn) = self.turns.get_mut(&at.turn) else { return };
         let deadline = turn.deadline;
         let slot = &mut turn.slots[at.index];
         let tool = slot.tool().clone();
         if !result.success && retry::eligible(&result, slot.attempts, &tool.retry) {
-            let wait = retry::delay(&tool.retry, slot.attempts, result.retry_after_ms);
+            let wait = retry::delay(&tool.retry, slot.attempts, result.retry_after_ms, jitter);
             let due = after(now, wait);
             let first = slot.first_started.unwrap_or(now);
             let within_budget = due.saturating_duration_since(first) <= Duration::from_millis(tool.retry.max_elapsed_ms);
