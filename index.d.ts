@@ -292,6 +292,8 @@ export type ErrorKind =
   | 'budget_exceeded'
 
 export declare const ERROR_KINDS: readonly ErrorKind[]
+/** The format of the turns the executor records (`record` option); `loadRecording` of toolgate/testing reads it. */
+export declare const RECORDING_VERSION: 1
 
 /** What a handler receives besides its arguments. */
 export interface ToolContext<Ctx = ExecutionContext> {
@@ -542,6 +544,8 @@ export interface ExecutorOptions {
   onTrace?: (events: TraceEvent[]) => void
   /** An audit record per call, to a callback and/or a rotating JSONL file. */
   audit?: AuditOptions
+  /** Every turn (or a share of them) recorded, to be replayed as a test by `replay()` of toolgate/testing. */
+  record?: RecordOptions
   /** Spans through `@opentelemetry/api` when the application has it (default true; nothing happens without it). */
   otel?: boolean
   /** Results carry stage timings (`metadata.timings`, `metadata.starts`), as `renderTimeline` draws them. On
@@ -710,7 +714,13 @@ export interface BudgetNote {
   /** When a window's budget starts over. */
   resetsInMs?: number
 }
-export type TraceEvent = StationEvent | LateSettlementEvent | BreakerEvent
+/** Recording a turn failed (`record` option): said once per executor; `stats().recording.failed` counts them all. */
+export interface RecordFailedEvent {
+  type: 'record_failed'
+  error: string
+  at: number
+}
+export type TraceEvent = StationEvent | LateSettlementEvent | BreakerEvent | RecordFailedEvent
 
 /** What one call of a command tool runs: a program and its arguments (no shell), or a command string for
  * `/bin/sh -c`; with optionally its own working folder, extra environment variables and text for its stdin. */
@@ -811,6 +821,75 @@ export interface AuditOptions {
   onRecord?: (record: AuditRecord) => void
 }
 
+export interface RecordOptions {
+  /** An append-only JSONL file (one turn per line, each written whole), or a function given each turn. */
+  to: string | ((entry: RecordedTurn) => void)
+  /** The file rotates past this size (`file` → `file.1` → …); a turn larger than this is not recorded. Default 64 MiB. */
+  maxBytes?: number
+  /** Rotated files kept. Default 1. */
+  keep?: number
+  /** The share of turns recorded, from 0 to 1. Default 1. */
+  sample?: number
+  /** Context fields recorded besides those the gate reads (its string and number fields, `permissions`, `maxRisk`,
+   * `budget`, `allowedTools`, `deniedTools`, `approvedTools`). */
+  include?: string[]
+}
+
+/** How a handler's run ended, as the handler gave it (`none`: no answer before the gate stopped waiting). */
+export type RecordedRun = {
+  /** The call's place in the turn, and which attempt this was. */
+  index: number
+  attempt: number
+  /** ms after the turn began. */
+  startMs: number
+  durationMs: number
+  /** When the handler reported progress, in ms after it started. */
+  progressMs?: number[]
+} & (
+  /** `valueFrom: 'result'`: the value is the call's result's `metadata.structured` (not repeated here). */
+  | { outcome: 'returned'; valueKind: 'text' | 'json' | 'none' | 'binary' | 'unrepresentable'; value?: unknown; valueFrom?: 'result' }
+  | { outcome: 'threw'; error: { name: string; message: string; code?: string | number; status?: number; retryable?: boolean; retryAfterMs?: number; causeCode?: string } | { nonError: string } }
+  | { outcome: 'command' }
+  | { outcome: 'none' }
+)
+
+/** What the application answered for a call: its tool's check or cost, or the approval (as the callback decided it). */
+export type RecordedAnswer = {
+  index: number
+  kind: 'check' | 'cost' | 'approve'
+  /** When it was asked, in ms after the turn began. */
+  atMs: number
+} & ({ durationMs: number; answer: Record<string, unknown>; unanswered?: never } | { unanswered: true })
+
+/** One turn as recorded: what `replay` needs to run it again, secrets redacted by the executor's rules. */
+export interface RecordedTurn {
+  version: 1
+  /** When the turn began, ms since the epoch (on the executor's clock). */
+  at: number
+  kind: 'execute' | 'streaming'
+  options: { deadlineMs?: number; stopOnError?: boolean }
+  context?: Record<string, unknown>
+  /** The calls as received. */
+  calls: unknown[]
+  /** A streaming turn's: when each call arrived, and when the turn was ended (ms after it began). */
+  arrivedMs?: number[]
+  endedMs?: number
+  /** `reason` as the caller gave it; `closed`: by the executor's `close()`; `before`: the turn began cancelled
+   * (`reason` is then the text its calls' results quote). */
+  cancelled?: { atMs: number; reason?: string; closed?: true; before?: true }
+  answers: RecordedAnswer[]
+  runs: RecordedRun[]
+  results: ToolResult[]
+}
+
+/** `stats().recording`: turns recorded, left out by `sample`, too large to record, and failed to write. */
+export interface RecordingStats {
+  recorded: number
+  sampledOut: number
+  tooLarge: number
+  failed: number
+}
+
 export interface PendingHandler {
   callId: string
   toolName: string
@@ -856,6 +935,8 @@ export interface ExecutorStats {
   /** With a shared store: operations sent, failed (timeouts included), tickets not answered within `timeoutMs`,
    * results the store failed, and round trips out now. */
   store?: StoreStats
+  /** With `record`: what became of the turns. */
+  recording?: RecordingStats
 }
 export interface StoreStats {
   operations: number

@@ -3,5 +3,5 @@
 // interop gives it.
 import toolgate from './index.js'
 
-export const { ToolExecutor, RetryableError, defineTool, formatResults, forLlm, renderTimeline, ERROR_KINDS } = toolgate
+export const { ToolExecutor, RetryableError, defineTool, formatResults, forLlm, renderTimeline, ERROR_KINDS, RECORDING_VERSION } = toolgate
 export default toolgate

@@ -9,7 +9,7 @@
 const { Engine } = require('./engine/native.js')
 const observe = require('./observe.js')
 const { DEFINITION_FORMATS } = require('./formats.js')
-const { abortReasonText, textOf } = require('./engine/describe.js')
+const { abortReasonText, reasonText, textOf } = require('./engine/describe.js')
 const { internalFailures, programmerError, policyJson, readResults, serializeCalls } = require('./engine/wire.js')
 const { readAbort, readHostRequest, readLate, readProgress, readSettled, readStart, readStoreTicket } = require('./engine/wire.generated.js')
 const { ToolTurn, TurnFeed } = require('./executor/turn.js')
@@ -17,13 +17,16 @@ const { ENGINE_OPTIONS, LISTENER_OPTIONS, OBSERVER_OPTIONS, TURN_OPTIONS, finite
 const { warn } = require('./callbacks.js')
 const { takeStore, runTickets } = require('./shared-store.js')
 const { readCommandSpec, jobToolSpecs } = require('./commands.js')
-const { setTimeout, clearTimeout, now } = require('./timers.js')
+const { setTimeout, clearTimeout, now, preciseNow } = require('./timers.js')
 const { Registry, artifactTools, jobCalls } = require('./executor/registry.js')
 const { HostRequests } = require('./executor/host.js')
 const { Reporter } = require('./executor/reporting.js')
 const { Runs } = require('./executor/runs.js')
+const { Recorder, readRecordOptions } = require('./executor/recording.js')
 const { live, withCommands, killCommandsAtExit, wake, withinTime, lookUntil, sweepArtifactsWhileAlive } = require('./executor/lifecycle.js')
 
+/** Why the calls of turns still open when the executor closes end cancelled. */
+const CLOSED = 'the tool executor was closed'
 /** Why a call a tapped stream completed after its turn ended was not run. */
 const ARRIVED_LATE = 'the turn had ended before the stream completed this call'
 /** Shared-store batches `close()` waits for at most (a store that never answers leaves the rest unwatched). */
@@ -40,6 +43,10 @@ const CHECK_TIMEOUT_MS = 10_000
 /** What a clock a test moves (toolgate/testing's `manualClock()`) offers an executor under this key: `attach(driver)`
  * and its own `setTimeout`/`clearTimeout`. A global symbol: every copy of the package knows it. */
 const CLOCK = Symbol.for('toolgate.clock')
+/** The turn option under which `replay()` of toolgate/testing hands a turn what its handlers, checks, costs and
+ * approvals answered when it was recorded (`handler(name, index, attempt)`, `answer(kind, index)`). A global symbol, as
+ * the clock's. */
+const REPLAY = Symbol.for('toolgate.replay')
 
 
 class ToolExecutor {
@@ -80,16 +87,22 @@ class ToolExecutor {
   #clockHooks
   /** The timer that calls the engine back at its next deadline (see `#armWake`). */
   #wakeTimer
+  /** Where turns are recorded (`record` option), when they are. */
+  #recorder
+  /** The time as the executor's deadlines run on it, in epoch ms to a fraction: a test's clock's, when it has one. */
+  #now = preciseNow
 
   /** @param {import('../index').ExecutorOptions} [options] */
   constructor(options = {}) {
     if (options === null || typeof options !== 'object') throw new TypeError('new ToolExecutor(options): options must be an object')
-    const engineOptions = pick(options, [...ENGINE_OPTIONS, ...LISTENER_OPTIONS, ...OBSERVER_OPTIONS, 'clock', 'store'], 'ToolExecutor options')
+    const engineOptions = pick(options, [...ENGINE_OPTIONS, ...LISTENER_OPTIONS, ...OBSERVER_OPTIONS, 'clock', 'store', 'record'], 'ToolExecutor options')
     const shared = takeStore(engineOptions)
     this.#store = shared?.store
     if (shared) engineOptions.store = shared.engine
-    const { clock } = engineOptions
+    const { clock, record } = engineOptions
     delete engineOptions.clock
+    delete engineOptions.record
+    const recordOptions = record === undefined ? undefined : readRecordOptions(record)
     const clockHooks = clock?.[CLOCK]
     if (clock !== undefined && typeof clockHooks?.attach !== 'function') {
       throw new TypeError('ToolExecutor options: clock must be a clock of toolgate/testing (manualClock())')
@@ -125,11 +138,16 @@ class ToolExecutor {
     })
     sweepArtifactsWhileAlive(this.#engine)
     if (clockHooks) this.#onClock(clockHooks)
+    if (recordOptions) {
+      this.#recorder = new Recorder(recordOptions, { engine: this.#engine, now: () => this.#now(), failed: (message) => this.#reporter.recordFailed(message) })
+    }
   }
 
   /** Every deadline the engine keeps, and the executor's own waits, run on a clock a test moves. */
   #onClock(hooks) {
     this.#clockHooks = hooks
+    // `?.`: a clock of an older copy of the package offers no `now`.
+    if (typeof hooks.now === 'function') this.#now = hooks.now
     // Its timers are tracked: `close()` clears them, so that the clock holds nothing of a closed executor.
     const waits = new Set()
     this.#timers = {
@@ -246,7 +264,9 @@ class ToolExecutor {
 
   /** Per tool and in total: calls, successes, failures by kind, latency percentiles, in flight, and the counters. */
   stats() {
-    return JSON.parse(this.#engine.counters())
+    const stats = JSON.parse(this.#engine.counters())
+    if (this.#recorder) stats.recording = this.#recorder.counts()
+    return stats
   }
 
   /** `stats()` in Prometheus text format, for a Node server's `/metrics`. */
@@ -298,12 +318,15 @@ class ToolExecutor {
     const timeoutMs = options?.timeoutMs ?? CLOSE_TIMEOUT_MS
     const started = now()
     const closeBy = started + timeoutMs
-    for (const turn of this.#turns.values()) turn.abortReason = new DOMException('The tool executor was closed', 'AbortError')
+    for (const turn of this.#turns.values()) {
+      turn.abortReason = new DOMException('The tool executor was closed', 'AbortError')
+      turn.recording?.cancelled(CLOSED, { closed: true })
+    }
     this.#runs.sendSettled()
     const unstarted = [...this.#runs.notStarted.keys()]
     this.#runs.notStarted.clear()
     this.#guard(() => this.#engine.closeCommands())
-    this.#drive(() => this.#engine.cancelAll('the tool executor was closed', unstarted))
+    this.#drive(() => this.#engine.cancelAll(CLOSED, unstarted))
     if (this.#runs.abandoned.size > 0 || this.#turns.size > 0) {
       await new Promise((resolve) => {
         const timer = setTimeout(resolve, timeoutMs)
@@ -320,6 +343,7 @@ class ToolExecutor {
     await this.#commandsGone(Math.max(closeBy, started + this.#engine.longestKillGraceMs + COMMANDS_GONE_MARGIN_MS))
     this.#guard(() => this.#engine.removeArtifacts())
     this.#observers?.auditSink?.close()
+    this.#recorder?.close()
     const stillRunning = this.pendingHandlers()
     // Handlers that never settle are the application's to find in `stillRunning`; the executor lets them go.
     this.#runs.abandoned.clear()
@@ -385,20 +409,26 @@ class ToolExecutor {
       add: (call) => {
         const json = serializeCalls([call])
         turn.calls.push(call)
+        turn.recording?.arrived()
         this.#drive(() => this.#engine.add(turn.id, json))
         this.#releaseIfIdle()
       },
-      end: () => this.#drive(() => this.#engine.end(turn.id)),
+      end: () => {
+        turn.recording?.ended()
+        this.#drive(() => this.#engine.end(turn.id))
+      },
       cancel: (reason) => this.#cancelTurn(turn, reason ?? new DOMException('The turn was cancelled', 'AbortError')),
       // Calls a tapped stream completes after the turn took its last: each answered, not run, in a turn begun
       // cancelled (even once the executor is closed), so that every call the model sent has its result.
       late: (calls) => {
         const list = Array.from(calls)
         const json = serializeCalls(list)
-        return this.#whole(this.#open({ context: turn.context }, 'turn(', list, (read) => this.#engine.begin(json, read.policy, read.turnJson, ARRIVED_LATE)), list)
+        const opened = this.#open({ context: turn.context }, 'turn(', list, (read) => this.#engine.begin(json, read.policy, read.turnJson, ARRIVED_LATE))
+        if (typeof opened !== 'string') opened.recording?.cancelled(ARRIVED_LATE, { before: true })
+        return this.#whole(opened, list)
       },
     }
-    const opened = this.#open(options, 'turn(', [], (read) => this.#engine.beginStreaming(read.policy, read.turnJson, read.cancelled))
+    const opened = this.#open(options, 'turn(', [], (read) => this.#engine.beginStreaming(read.policy, read.turnJson, read.cancelled), true)
     if (typeof opened === 'string') {
       warn('the engine failed to begin a streaming turn, so it takes no calls', opened)
       feed.finish([])
@@ -416,16 +446,17 @@ class ToolExecutor {
    * step). Returns the turn, or the engine's failure as text; throws a programmer's error, `label` naming the
    * method that was called.
    */
-  #open(options, label, list, begin) {
+  #open(options, label, list, begin, streaming = false) {
     let turn
-    let { signal, context, onProgress, approve, ...turnOptions } = options ?? {}
+    let { signal, context, onProgress, approve, [REPLAY]: standIn, ...turnOptions } = options ?? {}
     if (onProgress !== undefined && typeof onProgress !== 'function') throw new TypeError(`${label}{ onProgress }): onProgress must be a function`)
     if (approve !== undefined && typeof approve !== 'function') throw new TypeError(`${label}{ approve }): approve must be a function (request) => answer`)
     const turnJson = JSON.stringify(pick(turnOptions, TURN_OPTIONS, label === 'turn(' ? 'turn options' : 'execute options'))
     if (signal != null && !(typeof signal.aborted === 'boolean' && typeof signal.addEventListener === 'function' && typeof signal.removeEventListener === 'function')) {
       throw new TypeError(`${label}{ signal }): signal must be an AbortSignal`)
     }
-    const cancelled = signal?.aborted ? abortReasonText(signal.reason) : undefined
+    // A replayed turn that began cancelled begins so again, as the engine was told.
+    const cancelled = standIn?.cancelled ?? (signal?.aborted ? abortReasonText(signal.reason) : undefined)
     const policy = policyJson(context)
     // Listening before the engine begins the turn: a signal that cannot be listened to rejects, beginning nothing.
     let onAbort = null
@@ -444,7 +475,10 @@ class ToolExecutor {
       return textOf(err)
     }
     // `sent`: the text each call's handler settled with, which the engine does not send back when it is the output.
-    turn = { id: step.turn, resolve: undefined, context, signal, onProgress, approve: approve ?? this.#listeners.approve, onAbort, abortReason: undefined, calls: list, span: undefined, sent: [], parsed: undefined, streaming: undefined, step }
+    turn = { id: step.turn, resolve: undefined, context, signal, onProgress, approve: approve ?? this.#listeners.approve, onAbort, abortReason: undefined, calls: list, span: undefined, sent: [], parsed: undefined, streaming: undefined, step, standIn, recording: undefined }
+    const recording = this.#recorder?.begin({ calls: list, turnOptions: JSON.parse(turnJson), context, streaming })
+    if (cancelled !== undefined) recording?.cancelled(cancelled, { before: true })
+    turn.recording = recording
     return turn
   }
 
@@ -465,6 +499,7 @@ class ToolExecutor {
     if (!this.#turns.has(turn.id)) return
     this.#runs.sendSettled() // a handler that settled before the abort keeps its result
     turn.abortReason = reason
+    turn.recording?.cancelled(reasonText(reason))
     this.#drive(() => this.#engine.cancel(turn.id, abortReasonText(reason), this.#runs.takeUnstarted(turn.id)))
   }
 
@@ -607,6 +642,7 @@ class ToolExecutor {
     // A streaming turn's span was begun before its calls came.
     if (turn.streaming) turn.span?.setAttribute('toolgate.calls', results.length)
     this.#reporter.finished(turn, results)
+    turn.recording?.finish(results)
     turn.resolve(results)
     if (this.#turns.size === 0 && this.#runs.abandoned.size === 0) this.#onIdle?.()
   }

@@ -132,8 +132,13 @@ class JsonlSink {
   }
 
   write(record) {
+    this.writeLine(JSON.stringify(record))
+  }
+
+  /** A record already written as one line of JSON. */
+  writeLine(json) {
     if (this.closed) return
-    const line = Buffer.from(`${JSON.stringify(record)}\n`)
+    const line = Buffer.from(`${json}\n`)
     if (this.fd === undefined) this.#open()
     if (this.size > 0 && this.size + line.length > this.maxBytes) this.#rotate()
     let written = 0

@@ -16,8 +16,14 @@ function real(name, fallback) {
 /** `Date.now` as it was: fake timers replace `Date` (the real one stays on their clock as `_Date`). */
 const RealDate = globalThis.Date.clock?._Date ?? globalThis.Date
 
+/** `performance.now` as it was, and where it starts in epoch ms: a fraction of a ms tells a run that ended just
+ * inside a time limit from one that met it. */
+const realPerformanceNow = performance.now.bind(performance)
+const PRECISE_ORIGIN = RealDate.now() - realPerformanceNow()
+
 module.exports = {
   now: () => RealDate.now(),
+  preciseNow: () => PRECISE_ORIGIN + realPerformanceNow(),
   setTimeout: real('setTimeout'),
   clearTimeout: real('clearTimeout'),
   setInterval: real('setInterval'),

@@ -1,8 +1,8 @@
 // Compiled with `tsc --noEmit` in `npm test`: the public types as a user writes against them.
 // `@ts-expect-error` lines must stay errors, so the types also refuse what they should.
 
-import { ToolExecutor, RetryableError, formatResults, forLlm, renderTimeline, ERROR_KINDS } from '../..'
-import type { ErrorKind, ToolCall, ToolResult, ToolContext, ExecutionContext, AnthropicTool } from '../..'
+import { ToolExecutor, RetryableError, formatResults, forLlm, renderTimeline, ERROR_KINDS, RECORDING_VERSION } from '../..'
+import type { ErrorKind, ToolCall, ToolResult, ToolContext, ExecutionContext, AnthropicTool, RecordedTurn } from '../..'
 
 interface AppContext extends ExecutionContext {
   userId: string
@@ -189,7 +189,7 @@ void guarded.execute([{ name: 'read_file', input: { path: 'a' } }], { context: {
 
 // Observability.
 const watched = new ToolExecutor({
-  onTrace: (events) => events.forEach((e) => (e.type === 'station' ? e.station : e.type === 'late_settlement' ? e.endedBy : e.to)),
+  onTrace: (events) => events.forEach((e) => (e.type === 'station' ? e.station : e.type === 'late_settlement' ? e.endedBy : e.type === 'breaker' ? e.to : e.error)),
   audit: { file: '/tmp/audit.jsonl', maxBytes: 1 << 20, keep: 3, onRecord: (r) => void r.args },
   otel: false,
   trace: true,
@@ -199,6 +199,15 @@ const text: string = watched.prometheus()
 const health: 'ok' | 'degraded' | 'failing' = watched.healthReport().status
 void [p95, text, health]
 void watched.execute([]).then((results) => renderTimeline(results, { title: 'turn' }).length)
+
+// Recording turns.
+const recorded: RecordedTurn[] = []
+const recording = new ToolExecutor({ record: { to: (entry) => recorded.push(entry), sample: 0.1, include: ['plan'] } })
+new ToolExecutor({ record: { to: '/tmp/turns.jsonl', maxBytes: 1 << 26, keep: 2 } })
+const failedRecords: number | undefined = recording.stats().recording?.failed
+void [failedRecords, RECORDING_VERSION === 1, recorded[0]?.runs.map((run) => (run.outcome === 'threw' ? run.error : run.outcome === 'returned' ? run.value : run.durationMs))]
+// @ts-expect-error a recording goes to a file or a function
+new ToolExecutor({ record: { to: 3 } })
 
 // Streaming turns.
 const streaming = gate.turn({ context: { userId: 'u' }, deadlineMs: 30_000, stopOnError: true })

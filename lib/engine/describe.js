@@ -168,9 +168,14 @@ function thrownText(err) {
   return message === undefined ? reprOf(err) : `(${message})`
 }
 
+/** What an abort's reason says: a string itself, an Error's message; undefined when it says nothing. */
+function reasonText(reason) {
+  return typeof reason === 'string' ? reason : messageOf(reason)
+}
+
 function abortReasonText(reason) {
-  const text = typeof reason === 'string' ? reason : messageOf(reason)
+  const text = reasonText(reason)
   return text ? `aborted by the caller: ${text}` : 'aborted by the caller'
 }
 
-module.exports = { bigintToString, describeReturn, describeThrown, errorAsData, jsonOf, reprOf, textOf, thrownText, clip, abortReasonText }
+module.exports = { bigintToString, describeReturn, describeThrown, errorAsData, jsonOf, reprOf, textOf, thrownText, clip, abortReasonText, reasonText }

@@ -39,19 +39,31 @@ class HostRequests {
   ask({ ticket, kind, turn: turnId, callId, name: toolName, args, rule, reason, index }) {
     const turn = this.#turnOf(turnId)
     const context = turn?.context
+    const recording = kind === HOST_KIND.validate ? undefined : turn?.recording
+    recording?.asked(index, kind)
+    // A replayed turn's check, cost and approval answer as they did when recorded; a schema validates afresh. What
+    // runs live meanwhile is real work, which the replay's clock waits for (`live`).
+    const recorded = kind === HOST_KIND.validate ? undefined : turn?.standIn?.answer(kind, index)
+    const live = recorded === undefined ? turn?.standIn?.live : undefined
+    live?.(1)
+    if (kind === HOST_KIND.cost && turn !== undefined) (turn.priced ??= new Set()).add(index)
     let pending
-    if (kind === HOST_KIND.validate) {
+    if (recorded !== undefined && kind !== HOST_KIND.approve) {
+      pending = recorded
+    } else if (kind === HOST_KIND.validate) {
       pending = this.#validated(turn, index, toolName, args)
     } else if (kind === HOST_KIND.check) {
       pending = this.#checked(turn, index, toolName, callId, args).then((problem) => (problem === undefined ? {} : { problem }))
     } else if (kind === HOST_KIND.cost) {
-      if (turn !== undefined) (turn.priced ??= new Set()).add(index)
       pending = this.#costOf(turn, index, toolName, callId, args).then((cost) => ({ cost }))
-    } else if (turn?.approve === undefined) {
+    } else if (recorded === undefined && turn?.approve === undefined) {
       pending = Promise.resolve({ decision: 'deny', reason: 'no approval callback is set' })
     } else {
       const request = { callId, toolName, arguments: args, rule, reason: reason ?? undefined, context }
-      pending = callHost(() => turn.approve(request)).then(readApproval).then((answer) => {
+      const decided = recorded ?? callHost(() => turn.approve(request)).then(readApproval)
+      // The decision is recorded as given; edited arguments are validated, checked and priced again on replay.
+      if (recording) decided.then((answer) => recording.answered(index, kind, answer), (err) => recording.answered(index, kind, { error: describeProblem(err) }))
+      pending = decided.then((answer) => {
         if (answer.arguments === undefined) return answer
         return this.#editsPass(turn, index, toolName, callId, answer.arguments).then((issues) => {
           // Priced again only when the model's arguments were (a cost budget applies to the call).
@@ -66,10 +78,16 @@ class HostRequests {
     }
     pending
       .catch((err) => ({ error: describeProblem(err) }))
-      .then((answer) => JSON.stringify(answer))
+      .then((answer) => {
+        if (recording && kind !== HOST_KIND.approve) recording.answered(index, kind, answer)
+        return JSON.stringify(answer)
+      })
       // An answer that cannot be passed on (edited arguments holding a BigInt, say) denies the call.
       .catch((err) => JSON.stringify({ error: `its answer could not be read (${describeProblem(err)})` }))
-      .then((json) => this.#answer(ticket, json))
+      .then((json) => {
+        live?.(-1)
+        this.#answer(ticket, json)
+      })
   }
 
   #answer(ticket, json) {

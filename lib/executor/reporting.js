@@ -31,6 +31,11 @@ class Reporter {
     this.#emitTrace(event)
   }
 
+  /** Recording turns failed (`record` option): said once, with why. */
+  recordFailed(error) {
+    this.#emitTrace({ type: 'record_failed', error, at: Date.now() })
+  }
+
   /** The call's arguments (and id) as a late-settlement trace shows them, taken while it still has them. */
   snapshotForTrace(call) {
     if (this.#listeners.onTrace) this.#guard(() => { [call.argsSnapshot, call.idSnapshot] = this.#snapshots([call.args, call.callId]) })

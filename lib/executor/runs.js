@@ -148,10 +148,12 @@ class Runs {
     call.run = run
     this.running.set(run, call)
     call.judge = this.#tools.judges.get(name)
-    const handler = this.#tools.handlers.get(name)
+    turn.recording?.started(run, index, attempt)
     const ctx = new HandlerContext(call, attempt, (info) => this.#progress(run, call, info))
     let returned
     try {
+      // A replayed turn's run answers as it did when recorded (see toolgate/testing's `replay`).
+      const handler = turn.standIn?.handler(name, index, attempt) ?? this.#tools.handlers.get(name)
       if (!handler) throw new Error(`tool "${name}" was unregistered before this call started`)
       const input = this.#tools.inputOf(turn, index, name, args, attempt)
       returned = input instanceof Promise ? this.#startValidated(run, call, handler, input, ctx) : handler(input, ctx)
@@ -208,7 +210,12 @@ class Runs {
       } catch (err) {
         return this.#settle(run, err, describeThrown)
       }
-      if (issues) this.#settle(run, issues, describeMismatch)
+      if (issues) {
+        // Recorded as the handler returned it: a replay checks it against the output schema of its day.
+        const recording = this.running.get(run)?.turn?.recording
+        if (recording) recording.settled(run, ...describeReturn(value))
+        this.#settle(run, issues, describeMismatch)
+      }
       else this.#settle(run, value, describeReturn)
     }, (err) => this.#settle(run, err, describeThrown))
   }
@@ -227,6 +234,7 @@ class Runs {
     let [kind, payload] = describe(value)
     // rollbackWhen and the value's own code (toJSON, getters) may have cancelled the turn or closed the executor.
     if (this.running.get(run) !== call) return this.#lateSettlement(run, describe === describeThrown ? 'rejected' : 'resolved')
+    if (describe !== describeMismatch) call.turn.recording?.settled(run, kind, payload)
     if (typeof payload === 'string' && payload.length < LARGE_CHARS) {
       // Kept as the engine will read it (a lone surrogate becomes U+FFFD): an output equal to it is not sent back.
       if (!payload.isWellFormed()) payload = payload.toWellFormed()
@@ -318,6 +326,7 @@ class Runs {
     call.endedBy = kind
     call.endedAt = now()
     const { turn } = call
+    turn.recording?.stopped(run)
     call.abort(kind, kind === 'cancelled' ? turn.abortReason : undefined)
     this.#abandon(call)
   }
@@ -356,7 +365,9 @@ class Runs {
     // Progress from a run that already ended neither revives it nor reaches the listeners.
     let alive = false
     if (this.running.has(run)) this.#guard(() => { alive = this.#engine.progress(run) })
-    if (alive) this.#reporter.progress(call, info)
+    if (!alive) return
+    call.turn?.recording?.progressed(run)
+    this.#reporter.progress(call, info)
   }
 }
 

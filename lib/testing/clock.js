@@ -174,6 +174,7 @@ class ManualClock {
   get [CLOCK]() {
     return {
       attach: (driver) => { this.#drivers.add(new WeakRef(driver)) },
+      now: () => this.now(),
       hold: (driver, busy) => { if (busy) this.#busy.add(driver); else this.#busy.delete(driver) },
       setTimeout: (fn, ms) => this.setTimeout(fn, ms),
       clearTimeout: (id) => this.clearTimeout(id),

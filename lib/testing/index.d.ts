@@ -1,5 +1,7 @@
-// Types of toolgate/testing: the manual clock here, the mocks, the scripted model and the assertions in kit.d.ts.
+// Types of toolgate/testing: the manual clock and replay here, the mocks, the scripted model and the assertions in
+// kit.d.ts.
 export * from './kit.js'
+import type { RecordedTurn, ToolExecutor, ToolResult } from '../../index.js'
 
 export interface ManualClockOptions {
   /** The clock's time to begin with, in ms. Default 0. */
@@ -32,3 +34,55 @@ export declare class ManualClock {
 }
 
 export declare function manualClock(options?: ManualClockOptions): ManualClock
+
+/** Recorded turns, as `loadRecording` read them. */
+export interface Recording {
+  entries: RecordedTurn[]
+}
+
+/** Reads a recording: the JSONL file a `record: { to }` wrote, or its entries. Rejects on a line it cannot replay,
+ * naming the line and what is wrong with it. */
+export declare function loadRecording(fileOrEntries: string | readonly RecordedTurn[]): Promise<Recording>
+
+/** One field in which a call's result now differs from its recorded one. */
+export interface ReplayChange {
+  callId: string
+  name: string
+  /** A result's field (`success`, `errorKind`, `error`, `output`, `attempts`, `cached`, `truncated`, `name`) or what a
+   * station decided (`metadata.permission`, `metadata.repairs`, `metadata.sharedFlight`, `metadata.reused`). */
+  field: string
+  recorded: unknown
+  now: unknown
+}
+
+export interface ReplayedTurn {
+  at: number
+  /** What the gate gives now. */
+  results: ToolResult[]
+  /** What it gave when recorded. */
+  recorded: ToolResult[]
+  changes: ReplayChange[]
+}
+
+export interface ReplayReport {
+  turns: ReplayedTurn[]
+  /** How many calls differ. */
+  changed: number
+}
+
+export interface ReplayOptions {
+  /** `recorded` (default): no registered handler, check or cost function runs; each answers as recorded, at its
+   * recorded time on the manual clock. `live`: the registered ones run. Approvals are answered as recorded either
+   * way (the gate's own callback answers those not recorded). */
+  handlers?: 'recorded' | 'live'
+}
+
+/** Replays each recorded turn against the gate `setup` builds (as the application does, on the clock it is given). */
+export declare function replay(
+  recording: Recording | readonly RecordedTurn[],
+  setup: (env: { clock: ManualClock }) => ToolExecutor | Promise<ToolExecutor>,
+  options?: ReplayOptions,
+): Promise<ReplayReport>
+
+/** Throws an AssertionError listing each change, when the report has any. */
+export declare function expectUnchanged(report: ReplayReport): void

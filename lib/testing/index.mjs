@@ -4,5 +4,5 @@ import kit from './index.js'
 
 export const {
   manualClock, ManualClock, ok, throws, rejectsWith, hangs, hangsIgnoringSignal, slow, flaky, huge, progressThenSilence,
-  leaksSecret, scriptedModel, runAgentLoop, expectResult, toolgateMatchers,
+  leaksSecret, scriptedModel, runAgentLoop, expectResult, toolgateMatchers, loadRecording, replay, expectUnchanged,
 } = kit
