@@ -75,8 +75,11 @@ export declare class Engine {
   get longestKillGraceMs(): number
   /** Each value of a JSON array with secrets redacted and its size capped, as a trace shows arguments. */
   snapshots(jsonArray: string): string
-  /** A JSON value with secrets redacted and nothing cut, as a recorded turn keeps it. */
-  redacted(json: string): string
+  /**
+   * A JSON value with secrets redacted and nothing cut, as a recorded turn keeps it; with `jsonTexts`, strings
+   * holding JSON are redacted as the values they hold (a call's arguments as JSON text).
+   */
+  redacted(json: string, jsonTexts: boolean): string
   readArtifact(path: string, offset: number, limit: number | undefined | null, policyJson: string): string
   searchArtifact(path: string, pattern: string, policyJson: string): string
   sweepArtifacts(): number

@@ -304,10 +304,11 @@ impl Engine {
         self.inner.snapshots(&json_array).map_err(fail)
     }
 
-    /// A JSON value with secrets redacted and nothing cut, as a recorded turn keeps it.
+    /// A JSON value with secrets redacted and nothing cut, as a recorded turn keeps it; with `jsonTexts`, strings
+    /// holding JSON are redacted as the values they hold (a call's arguments as JSON text).
     #[napi(catch_unwind)]
-    pub fn redacted(&self, json: String) -> Result<String> {
-        self.inner.redacted(&json).map_err(fail)
+    pub fn redacted(&self, json: String, json_texts: bool) -> Result<String> {
+        self.inner.redacted(&json, json_texts).map_err(fail)
     }
 
     #[napi(catch_unwind)]

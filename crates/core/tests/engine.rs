@@ -347,14 +347,16 @@ fn a_recorded_value_is_redacted_whole_and_never_cut() {
     let e = Engine::new(EngineOptions::from_json(r#"{"redact":{"patterns":[{"name":"internal","pattern":"ACME-[0-9]{6}"}]}}"#).unwrap()).unwrap();
     let long = "x".repeat(100_000);
     let value = json!({ "args": { "password": "hunter2", "note": "ticket ACME-123456" }, "value": long, "key": "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8" });
-    let out: Value = serde_json::from_str(&e.redacted(&value.to_string()).unwrap()).unwrap();
+    let out: Value = serde_json::from_str(&e.redacted(&value.to_string(), false).unwrap()).unwrap();
     assert_eq!(out["args"]["password"], "[REDACTED:secret-field]");
     assert_eq!(out["args"]["note"], "ticket [REDACTED:internal]");
     assert_eq!(out["value"].as_str().unwrap().len(), 100_000, "nothing is cut");
     assert_eq!(out["key"], "[REDACTED:github-token]", "a token in any field is redacted");
     let text_args = json!({ "arguments": "{\"user\": \"ann\", \"password\": \"swordfish\"}", "note": "{not json" });
-    let out: Value = serde_json::from_str(&e.redacted(&text_args.to_string()).unwrap()).unwrap();
+    let out: Value = serde_json::from_str(&e.redacted(&text_args.to_string(), true).unwrap()).unwrap();
     assert_eq!(out["arguments"], r#"{"user":"ann","password":"[REDACTED:secret-field]"}"#, "arguments as JSON text are redacted as the value they hold");
     assert_eq!(out["note"], "{not json");
-    assert!(e.redacted("{\"a\":").unwrap_err().contains("not JSON"));
+    let kept: Value = serde_json::from_str(&e.redacted(&text_args.to_string(), false).unwrap()).unwrap();
+    assert!(kept["arguments"].as_str().unwrap().starts_with(r#"{"user": "ann", "#), "without json_texts, JSON text stays text, written as it came");
+    assert!(e.redacted("{\"a\":", false).unwrap_err().contains("not JSON"));
 }

@@ -524,10 +524,13 @@ impl Engine {
     }
 
     /// A JSON value with every secret the executor's rules find redacted, whole (a recorded turn): nothing is cut,
-    /// since a replay needs all of it. A value nested too deeply to read is refused.
-    pub fn redacted(&self, json: &str) -> Result<String, String> {
+    /// since a replay needs all of it. With `json_texts` (calls, whose arguments may come as JSON text), a string that
+    /// holds a JSON object or array is redacted as the value it holds. A value nested too deeply to read is refused.
+    pub fn redacted(&self, json: &str, json_texts: bool) -> Result<String, String> {
         let (mut value, _) = json::from_str_mended::<Value>(json).map_err(|e| format!("redacted: not JSON that can be read: {e}"))?;
-        self.redact_json_texts(&mut value);
+        if json_texts {
+            self.redact_json_texts(&mut value);
+        }
         self.shaper.redact_value(&mut value);
         Ok(value.to_string())
     }
