@@ -846,8 +846,9 @@ export type RecordedRun = {
   /** When the handler reported progress, in ms after it started. */
   progressMs?: number[]
 } & (
-  /** `valueFrom: 'result'`: the value is the call's result's `metadata.structured` (not repeated here). */
-  | { outcome: 'returned'; valueKind: 'text' | 'json' | 'none' | 'binary' | 'unrepresentable'; value?: unknown; valueFrom?: 'result' }
+  /** `valueFrom: 'result'`: the value is the call's result's `metadata.structured` (not repeated here); bytes that
+   * are UTF-8 text are kept as `text`, other bytes as base64 in `value`. */
+  | { outcome: 'returned'; valueKind: 'text' | 'json' | 'none' | 'binary' | 'unrepresentable'; value?: unknown; valueFrom?: 'result'; text?: string }
   | { outcome: 'threw'; error: { name: string; message: string; code?: string | number; status?: number; retryable?: boolean; retryAfterMs?: number; causeCode?: string } | { nonError: string } }
   | { outcome: 'command' }
   | { outcome: 'none' }
@@ -866,6 +867,8 @@ export interface RecordedTurn {
   version: 1
   /** When the turn began, ms since the epoch (on the executor's clock). */
   at: number
+  /** Which executor recorded it: a replay gives each its own gate. */
+  executor: string
   kind: 'execute' | 'streaming'
   options: { deadlineMs?: number; stopOnError?: boolean }
   context?: Record<string, unknown>

@@ -141,12 +141,12 @@ describe('recording turns', () => {
     assert.equal(entry.at, Date.UTC(2026, 11, 6))
     assert.deepEqual(entry.calls, FIRST_TURN)
     assert.deepEqual(entry.context, { sessionId: 's1', userId: 'u1' })
-    assert.deepEqual(entry.results, JSON.parse(JSON.stringify(results[0])))
+    assert.deepEqual(entry.results, JSON.parse(JSON.stringify(results[0], (key, value) => (key === 'stack' ? undefined : value))), 'the results as given, but for the stack')
+    assert.ok(results[0][1].metadata.stack && !JSON.stringify(entry).includes('"stack"'), 'no stack anywhere: where the code lives is not the call\'s')
     const runOf = (index) => entry.runs.filter((r) => r.index === index)
     assert.deepEqual(runOf(0).map((r) => [r.outcome, r.valueKind, r.valueFrom, r.durationMs, r.attempt]), [['returned', 'json', 'result', 120, 1]])
     assert.deepEqual(entry.results[0].metadata.structured, { city: 'Oslo', tempC: 21 }, 'the value is the result\'s structure, not repeated')
     assert.deepEqual(runOf(1).map((r) => [r.outcome, r.error.name, r.error.message, r.error.status]), [['threw', 'Error', 'upstream said 409: already booked', 409]])
-    assert.equal(runOf(1)[0].error.stack, undefined, 'no stack: where the code lives is not the call\'s')
     assert.deepEqual(runOf(2).map((r) => [r.outcome, r.durationMs]), [['none', 5_000]])
     assert.deepEqual(runOf(3), [], 'invalid arguments ran nothing')
     assert.deepEqual(runOf(4), [], 'an unknown tool ran nothing')
@@ -622,5 +622,110 @@ describe('replaying what is easy to get wrong', () => {
     assert.ok(!text.includes('swordfish') && !text.includes(ghp), text)
     const [entry] = (await loadRecording(file)).entries
     assert.deepEqual(JSON.parse(entry.calls[0].function.arguments), { user: 'ann', password: '[REDACTED:secret-field]' })
+  })
+})
+
+describe('recording and replaying, bounded and in step with real time', () => {
+  it('keeps bytes that are text as redacted text, others as base64, and replays both unchanged', async () => {
+    const ghp = 'ghp_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8'
+    const makeGate = ({ clock, record }) => {
+      const gate = new ToolExecutor({ clock, record })
+      gate.register({ name: 'export', readOnly: true, parameters: NO_ARGS, handler: () => Buffer.from(`config\nGITHUB_TOKEN=${ghp}\n`) })
+      gate.register({ name: 'image', readOnly: true, parameters: NO_ARGS, handler: () => Uint8Array.from([0x89, 0x50, 0x4e, 0x47, 0xff, 0x00, 0xfe]) })
+      return gate
+    }
+    const { entries, report } = await roundTrip(makeGate, (gate) => gate.execute([{ id: 'x', name: 'export', arguments: {} }, { id: 'i', name: 'image', arguments: {} }]))
+    assert.ok(!JSON.stringify(entries).includes(ghp))
+    assert.equal(entries[0].runs.find((r) => r.index === 0).text, 'config\nGITHUB_TOKEN=[REDACTED:github-token]\n')
+    assert.equal(entries[0].runs.find((r) => r.index === 1).value, Buffer.from([0x89, 0x50, 0x4e, 0x47, 0xff, 0x00, 0xfe]).toString('base64'))
+    expectUnchanged(report)
+  })
+
+  it('gives each executor that recorded to one file its own gate on replay, and counts the file\'s size once for all of them', async () => {
+    const dir = tmp()
+    const file = path.join(dir, 'turns.jsonl')
+    const makeGate = ({ clock, record }) => {
+      const gate = new ToolExecutor({ clock, record: record && { ...record, maxBytes: 20_000 } })
+      gate.register({ name: 'search', budget: { maxCalls: 1 }, parameters: NO_ARGS, handler: () => 'results '.repeat(100) })
+      return gate
+    }
+    // Two executors at once (as after a restart, or two in one process), each within its budget of one call.
+    const [a, b] = [makeGate({ record: { to: file } }), makeGate({ record: { to: file } })]
+    for (let i = 0; i < 40; i++) {
+      await a.execute([{ id: `a${i}`, name: 'search', arguments: {} }], { context: { sessionId: `s${i}` } })
+      await b.execute([{ id: `b${i}`, name: 'search', arguments: {} }], { context: { sessionId: `s${i}` } })
+    }
+    await Promise.all([a.close(), b.close()])
+    for (const name of fs.readdirSync(dir)) assert.ok(fs.statSync(path.join(dir, name)).size <= 20_000, `${name} stays within maxBytes`)
+    const { entries } = await loadRecording(file)
+    assert.equal(new Set(entries.map((e) => e.executor)).size, 2)
+    const report = await replay(entries, makeGate)
+    expectUnchanged(report)
+    assert.ok(report.turns.every((t) => t.results[0].success), 'no budget carried from one executor to the other')
+  })
+
+  it('counts progress reports towards the bound: a run that reports without end is not held in memory whole', async () => {
+    const gate = new ToolExecutor({ record: { to: () => assert.fail('too large to record'), maxBytes: 10_000 } })
+    gate.register({
+      name: 'scan',
+      parameters: NO_ARGS,
+      handler: (_args, ctx) => {
+        for (let i = 0; i < 5_000; i++) ctx.progress(i)
+        return 'scanned'
+      },
+    })
+    const [r] = await gate.execute([{ name: 'scan', arguments: {} }])
+    assert.equal(r.output, 'scanned')
+    assert.equal(gate.stats().recording.tooLarge, 1)
+    await gate.close()
+  })
+
+  it('keeps real time under a test\'s faked Date: a live check that hangs counts as hung after a while, the gate\'s limit then answers', { timeout: 30_000 }, async () => {
+    const makeGate = ({ clock, record, hangingCheck }) => {
+      const gate = new ToolExecutor({ clock, record, checkTimeoutMs: 500 })
+      gate.register({ name: 'lookup', parameters: NO_ARGS, ...(hangingCheck ? { check: () => new Promise(() => {}) } : {}), handler: () => 'found' })
+      gate.register({ name: 'slow', parameters: NO_ARGS, timeoutMs: 60_000, handler: () => clock.sleep(30_000).then(() => 'done') })
+      return gate
+    }
+    const entries = []
+    const clock = manualClock({ now: 1e6 })
+    const gate = makeGate({ clock, record: { to: (e) => entries.push(e) } })
+    await until(clock, gate.execute([{ id: 'a', name: 'lookup', arguments: {} }, { id: 'b', name: 'slow', arguments: {} }]), 1_000)
+    await gate.close()
+    const realNow = Date.now
+    Date.now = () => 0 // as vi.useFakeTimers() leaves it
+    let report
+    const started = performance.now()
+    try {
+      report = await replay(entries, ({ clock }) => makeGate({ clock, hangingCheck: true }))
+    } finally {
+      Date.now = realNow
+    }
+    assert.ok(performance.now() - started < 15_000, 'the recorded 30 s run is not waited for in real time')
+    assert.match(report.turns[0].results[0].error, /500 ms/, 'the check\'s own limit answered for it')
+    assert.equal(report.turns[0].results[1].output, 'done')
+  })
+
+  it('waits for the live check of arguments a recorded approval edited', async () => {
+    const makeGate = ({ clock, record, approve }) => {
+      const gate = new ToolExecutor({ clock, record, approve, checkTimeoutMs: 2_000 })
+      gate.register({
+        name: 'transfer',
+        needsApproval: true,
+        parameters: { type: 'object', properties: { to: { type: 'string' } } },
+        check: async ({ to }) => {
+          await new Promise((resolve) => setTimeout(resolve, 20))
+          return to === 'blocked' ? 'account blocked' : undefined
+        },
+        handler: ({ to }) => `sent to ${to}`,
+      })
+      return gate
+    }
+    const entries = []
+    const gate = makeGate({ record: { to: (e) => entries.push(e) }, approve: () => ({ decision: 'approve', arguments: { to: 'bob' } }) })
+    const [r] = await gate.execute([{ id: 't1', name: 'transfer', arguments: { to: 'ann' } }])
+    await gate.close()
+    assert.equal(r.output, 'sent to bob')
+    expectUnchanged(await replay(entries, makeGate))
   })
 })

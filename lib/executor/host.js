@@ -65,7 +65,9 @@ class HostRequests {
       if (recording) decided.then((answer) => recording.answered(index, kind, answer), (err) => recording.answered(index, kind, { error: describeProblem(err) }))
       pending = decided.then((answer) => {
         if (answer.arguments === undefined) return answer
-        return this.#editsPass(turn, index, toolName, callId, answer.arguments).then((issues) => {
+        // Edited arguments are validated, checked and priced live, a recorded approval's too.
+        if (recorded !== undefined) turn?.standIn?.live(1)
+        const checked = this.#editsPass(turn, index, toolName, callId, answer.arguments).then((issues) => {
           // Priced again only when the model's arguments were (a cost budget applies to the call).
           if (issues || !turn?.priced?.has(index)) return issues ? { ...answer, issues } : answer
           // What edited arguments cost replaces what the model's did (the engine keeps it only under a cost budget).
@@ -74,6 +76,8 @@ class HostRequests {
             (err) => ({ ...answer, costError: describeProblem(err) }),
           )
         })
+        if (recorded !== undefined) checked.finally(() => turn?.standIn?.live(-1)).catch(() => {})
+        return checked
       })
     }
     pending

@@ -5,6 +5,9 @@
 // answers of checks, costs and approvals, and the results. Redacted whole by the executor's rules, bounded, and
 // never able to fail a turn: a write that fails is counted and reported once.
 
+const path = require('node:path')
+const { isUtf8 } = require('node:buffer')
+const { randomUUID } = require('node:crypto')
 const { JsonlSink } = require('../observe.js')
 const { SETTLEMENT_KIND } = require('../engine/wire.generated.js')
 const { bigintToString, jsonOf, textOf } = require('../engine/describe.js')
@@ -35,9 +38,35 @@ function readRecordOptions(record) {
   return { to, maxBytes, keep, sample, include }
 }
 
+/** The recording files of this process, by resolved path: executors recording to one file share its sink, so that
+ * its size, and when it rotates, is counted once. */
+const SINKS = new Map()
+
+function openSink({ to, maxBytes, keep }) {
+  const file = path.resolve(to)
+  let shared = SINKS.get(file)
+  if (shared === undefined) {
+    shared = { sink: new JsonlSink({ file, maxBytes, keep }), users: 0 }
+    SINKS.set(file, shared)
+  }
+  shared.users += 1
+  return {
+    sink: shared.sink,
+    close: () => {
+      shared.users -= 1
+      if (shared.users > 0) return
+      shared.sink.close()
+      SINKS.delete(file)
+    },
+  }
+}
+
 class Recorder {
   #options
-  #sink
+  /** The file, shared with other executors of this process recording to it: `{ sink, close }`. */
+  #file
+  /** Which executor wrote an entry: a replay gives each its own gate. */
+  #id = randomUUID().slice(0, 8)
   #engine
   #now
   #failed
@@ -50,7 +79,7 @@ class Recorder {
     this.#engine = engine
     this.#now = now
     this.#failed = failed
-    if (typeof options.to === 'string') this.#sink = new JsonlSink({ file: options.to, maxBytes: options.maxBytes, keep: options.keep })
+    if (typeof options.to === 'string') this.#file = openSink(options)
   }
 
   /** What `stats().recording` shows. */
@@ -64,7 +93,7 @@ class Recorder {
       this.#counts.sampledOut += 1
       return undefined
     }
-    return new TurnRecording(this, this.#now, { calls, turnOptions, context: this.#contextOf(context), streaming })
+    return new TurnRecording(this, this.#now, { executor: this.#id, calls, turnOptions, context: this.#contextOf(context), streaming })
   }
 
   /** The context as the gate reads it (its plain fields and the policy it names), and the fields `include` names. */
@@ -82,14 +111,15 @@ class Recorder {
     return chars <= this.#options.maxBytes
   }
 
-  /** A finished turn's entry written: `text`, its JSON without the results, redacted whole; the results as the
-   * engine shaped them. Turns that end once the executor has closed are not written. */
-  write(text, results) {
+  /** A finished turn's entry written: `text`, its JSON without the calls and results, and `calls`, a JSON array,
+   * each redacted whole (arguments sent as JSON text as the values they hold); the results as the engine shaped them.
+   * Turns that end once the executor has closed are not written. */
+  write(text, calls, results) {
     if (this.#closed) return
-    const line = `${this.#engine.redacted(text).slice(0, -1)},"results":${this.#resultsJson(results)}}`
+    const line = `${this.#engine.redacted(text, false).slice(0, -1)},"calls":${this.#engine.redacted(calls, true)},"results":${this.#resultsJson(results)}}`
     if (Buffer.byteLength(line) > this.#options.maxBytes) return this.tooLarge()
-    if (this.#sink) {
-      this.#sink.writeLine(line)
+    if (this.#file) {
+      this.#file.sink.writeLine(line)
       this.#counts.recorded += 1
       return
     }
@@ -104,11 +134,12 @@ class Recorder {
 
   /** Results were redacted as the engine shaped them: their outputs, errors and structure. The rest, a call's id as
    * the model sent it and the metadata (repairs' before and after, a command's spawn error, a store's error), is
-   * redacted here, in one crossing that stays small whatever the outputs. */
+   * redacted here, in one crossing that stays small whatever the outputs. A thrown error's stack is left out, as
+   * from the runs: where the code lives is not the call's. */
   #resultsJson(results) {
-    const sent = JSON.stringify(results.map((r) => [r.callId, r.metadata === undefined ? null : { ...r.metadata, structured: undefined, stages: undefined, timings: undefined, starts: undefined }]))
-    const clean = this.#engine.redacted(sent)
-    if (clean === sent) return JSON.stringify(results)
+    const sent = JSON.stringify(results.map((r) => [r.callId, r.metadata === undefined ? null : { ...r.metadata, structured: undefined, stages: undefined, timings: undefined, starts: undefined, stack: undefined }]))
+    const clean = this.#engine.redacted(sent, false)
+    if (clean === sent && !results.some((r) => r.metadata?.stack !== undefined)) return JSON.stringify(results)
     const shown = JSON.parse(clean)
     return JSON.stringify(results.map((r, i) => {
       const [callId, metadata] = shown[i]
@@ -133,8 +164,9 @@ class Recorder {
   }
 
   close() {
+    if (this.#closed) return
     this.#closed = true
-    this.#sink?.close()
+    this.#file?.close()
   }
 }
 
@@ -163,13 +195,13 @@ class TurnRecording {
   /** Why the turn is not recorded: 'tooLarge' or 'failed'. */
   #dropped
 
-  constructor(recorder, now, { calls, turnOptions, context, streaming }) {
+  constructor(recorder, now, { executor, calls, turnOptions, context, streaming }) {
     this.#recorder = recorder
     this.#now = now
     this.#began = now()
     this.#calls = calls
     this.#arrived = streaming ? [] : undefined
-    this.#head = { version: RECORDING_VERSION, at: this.#began, kind: streaming ? 'streaming' : 'execute', options: turnOptions }
+    this.#head = { version: RECORDING_VERSION, at: this.#began, executor, kind: streaming ? 'streaming' : 'execute', options: turnOptions }
     this.#context = context
   }
 
@@ -219,35 +251,27 @@ class TurnRecording {
     this.#hook(() => this.#running.set(run, { index, attempt, startMs: this.#since(), progressMs: undefined }))
   }
 
-  /** A run reported progress: when, so that a replay keeps an idle limit at bay as the handler did. */
+  /** A run reported progress: when, so that a replay keeps an idle limit at bay as the handler did. Each report
+   * counts towards the turn's bound. */
   progressed(run) {
     this.#hook(() => {
       const run_ = this.#running.get(run)
-      if (run_ !== undefined) (run_.progressMs ??= []).push(this.#since() - run_.startMs)
+      if (run_ === undefined) return
+      const ms = this.#since() - run_.startMs
+      ;(run_.progressMs ??= []).push(ms)
+      this.#chars += 12
+      if (!this.#recorder.fits(this.#chars)) this.#drop('tooLarge')
     })
   }
 
-  /** A run's handler settled: `kind` and `payload` as the engine gets them. */
+  /** A run's handler settled: `kind` and `payload` as the engine gets them. Only its end is taken now: the value is
+   * kept as it is (a string or bytes the engine also gets, not a copy) and encoded once the turn has ended, so that
+   * recording never holds a settlement back. */
   settled(run, kind, payload) {
     this.#hook(() => {
       const run_ = this.#take(run)
-      if (run_ === undefined) return
-      // Measured before anything is encoded: a value past the bound is never copied.
-      const size = kind === SETTLEMENT_KIND.binary ? Math.ceil(payload.length / 3) * 4 : payload.length
-      if (!this.#recorder.fits(this.#chars + size)) return this.#drop('tooLarge')
-      if (kind === SETTLEMENT_KIND.thrown) {
-        const error = JSON.parse(payload)
-        delete error.stack // where the code lives is not the call's; it could name what should not leave the host
-        this.#keep(run_, `"outcome":"threw","error":${JSON.stringify(error)}`)
-      } else if (kind === SETTLEMENT_KIND.command) {
-        this.#keep(run_, '"outcome":"command"')
-      } else if (kind === SETTLEMENT_KIND.json) {
-        // Kept as it came until the turn ends: it is not written at all when the result holds it (`valueFrom`).
-        this.#keep(run_, '"outcome":"returned","valueKind":"json"', payload)
-      } else if (RETURNED.has(kind)) {
-        const value = kind === SETTLEMENT_KIND.binary ? JSON.stringify(Buffer.from(payload).toString('base64')) : kind === SETTLEMENT_KIND.none ? 'null' : JSON.stringify(payload)
-        this.#keep(run_, `"outcome":"returned","valueKind":"${kind}","value":${value}`)
-      }
+      if (run_ === undefined || !(kind === SETTLEMENT_KIND.thrown || kind === SETTLEMENT_KIND.command || RETURNED.has(kind))) return
+      this.#keep(run_, kind, payload)
     })
   }
 
@@ -255,7 +279,7 @@ class TurnRecording {
   stopped(run) {
     this.#hook(() => {
       const run_ = this.#take(run)
-      if (run_ !== undefined) this.#keep(run_, '"outcome":"none"')
+      if (run_ !== undefined) this.#keep(run_, undefined, undefined)
     })
   }
 
@@ -265,23 +289,44 @@ class TurnRecording {
     return run_
   }
 
-  /** A run's end kept: `fields`, its outcome as JSON fields; `json`, a returned JSON value's text. */
-  #keep({ index, attempt, startMs, progressMs }, fields, json) {
-    const progress = progressMs === undefined ? '' : `,"progressMs":[${progressMs.join(',')}]`
-    const head = `{"index":${index},"attempt":${attempt},"startMs":${startMs},"durationMs":${this.#since() - startMs}${progress},${fields}`
-    this.#chars += head.length + (json?.length ?? 0)
+  /** A run's end kept: its settlement's `kind` and `payload` (none for a run that gave no answer). Its size counts
+   * towards the turn's bound before anything is encoded: a value past it is never copied. */
+  #keep({ index, attempt, startMs, progressMs }, kind, payload) {
+    const durationMs = this.#since() - startMs
+    this.#chars += 100 + (progressMs?.length ?? 0) * 12 + (kind === SETTLEMENT_KIND.binary ? Math.ceil(payload.length / 3) * 4 : payload?.length ?? 0)
     if (!this.#recorder.fits(this.#chars)) return this.#drop('tooLarge')
-    this.#runs.push({ index, attempt, head, json })
+    this.#runs.push({ index, attempt, startMs, durationMs, progressMs, kind, payload })
   }
 
   /** A run as its entry holds it. A JSON value the call's result holds as its structure (redacted, as the model read
    * it) is not repeated: that is a successful call's last attempt, in the common case, and it spares the entry both
    * the value and its redaction. */
-  #runJson({ index, attempt, head, json }, results) {
-    if (json === undefined) return `${head}}`
-    const r = results[index]
-    if (r?.success && !r.truncated && !r.cached && r.attempts === attempt && r.metadata?.structured !== undefined) return `${head},"valueFrom":"result"}`
-    return `${head},"value":${json}}`
+  #runJson({ index, attempt, startMs, durationMs, progressMs, kind, payload }, results) {
+    const progress = progressMs === undefined ? '' : `,"progressMs":[${progressMs.join(',')}]`
+    const head = `{"index":${index},"attempt":${attempt},"startMs":${startMs},"durationMs":${durationMs}${progress}`
+    switch (kind) {
+      case undefined:
+        return `${head},"outcome":"none"}`
+      case SETTLEMENT_KIND.command:
+        return `${head},"outcome":"command"}`
+      case SETTLEMENT_KIND.thrown: {
+        const error = JSON.parse(payload)
+        delete error.stack // where the code lives is not the call's; it could name what should not leave the host
+        return `${head},"outcome":"threw","error":${JSON.stringify(error)}}`
+      }
+      case SETTLEMENT_KIND.json: {
+        const r = results[index]
+        const held = r?.success && !r.truncated && !r.cached && r.attempts === attempt && r.metadata?.structured !== undefined
+        return `${head},"outcome":"returned","valueKind":"json",${held ? '"valueFrom":"result"' : `"value":${payload}`}}`
+      }
+      case SETTLEMENT_KIND.binary:
+        // Bytes that are text are kept as text, which the redaction reads (as the artifact's are); others as base64.
+        return isUtf8(payload)
+          ? `${head},"outcome":"returned","valueKind":"binary","text":${JSON.stringify(payload.toString('utf8'))}}`
+          : `${head},"outcome":"returned","valueKind":"binary","value":${JSON.stringify(payload.toString('base64'))}}`
+      default:
+        return `${head},"outcome":"returned","valueKind":"${kind}","value":${kind === SETTLEMENT_KIND.none ? 'null' : JSON.stringify(payload)}}`
+    }
   }
 
   /** The application was asked for a call's check, cost or approval (`kind`): its answer, or that none came, is
@@ -330,7 +375,7 @@ class TurnRecording {
     const context = this.#context === undefined ? '' : `,"context":${jsonOf(this.#context, 'a context')}`
     const calls = Array.from(this.#calls, (call) => jsonOf(call, 'a call'))
     const runs = this.#runs.map((run) => this.#runJson(run, results))
-    this.#recorder.write(`${text.slice(0, -1)}${context},"calls":[${calls.join(',')}],"runs":[${runs.join(',')}]}`, results)
+    this.#recorder.write(`${text.slice(0, -1)}${context},"runs":[${runs.join(',')}]}`, `[${calls.join(',')}]`, results)
   }
 }
 

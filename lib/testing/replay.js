@@ -6,8 +6,10 @@
 const fs = require('node:fs/promises')
 const { AssertionError } = require('node:assert')
 const { inspect } = require('node:util')
-const { setImmediate } = require('node:timers')
-const { setTimeout: realTimeout } = require('node:timers/promises')
+// Taken at load: a replay keeps real time under a test's faked timers and Date.
+const { setImmediate, setTimeout } = require('node:timers')
+const realNow = Date.now
+const realTimeout = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 const { RECORDING_VERSION } = require('../../index.js')
 const { manualClock, sleepOn } = require('./clock.js')
 
@@ -31,6 +33,9 @@ const OUTCOMES = {
 const STOPPED = ['timeout', 'idle_timeout', 'cancelled']
 /** How long a recorded turn may wait on nothing the clock or the recording will ever answer, in real ms. */
 const STALL_MS = 10_000
+/** How long the application's own code running live (a check, a schema's validation) is waited for in real time
+ * before it counts as hung, in real ms: the clock then moves on to the gate's own limit for it. */
+const LIVE_PATIENCE_MS = 2_000
 /** The id of the fence around an untrusted tool's output: new for every result. */
 const FENCE_ID = /(<\/?untrusted-data[^>]* id=")[A-Za-z0-9]+(")/g
 
@@ -93,7 +98,7 @@ function outcomeOf(run, result) {
     case 'returned':
       // A value its call's result holds as its structure is not repeated in the run.
       if (run.valueFrom === 'result') return { value: result?.metadata?.structured }
-      if (run.valueKind === 'binary') return { value: Buffer.from(run.value, 'base64') }
+      if (run.valueKind === 'binary') return { value: run.text === undefined ? Buffer.from(run.value, 'base64') : Buffer.from(run.text, 'utf8') }
       if (run.valueKind === 'none') return { value: undefined }
       // A value that could not be read then cannot be now, for the same reason.
       if (run.valueKind === 'unrepresentable') return { value: { toJSON() { throw new Error(run.value) } } }
@@ -247,18 +252,22 @@ async function driveUntil(done, work, gate, clock, handlers) {
   let finished = false
   done.then(() => { finished = true }, () => { finished = true })
   let idleSince
+  // Live work as last seen, and since when: work that stays as it is past LIVE_PATIENCE_MS is hung.
+  let seen = { live: 0, since: realNow() }
   while (!finished) {
-    if (work.live > 0 || (handlers === 'live' && gate.running > 0)) {
+    if (work.live !== seen.live) seen = { live: work.live, since: realNow() }
+    const patient = work.live > 0 && realNow() - seen.since < LIVE_PATIENCE_MS
+    if (patient || (handlers === 'live' && gate.running > 0)) {
       idleSince = undefined
-      const before = Date.now()
+      const before = realNow()
       await realTimeout(LIVE_STEP_MS)
-      await clock.advance(Date.now() - before)
+      await clock.advance(realNow() - before)
     } else if ((await clock.next()) !== 0 || finished) {
       idleSince = undefined
     } else {
       // Nothing due on the clock: the gate waits on real work (a shared store), or on nothing that will come.
-      idleSince ??= Date.now()
-      if (Date.now() - idleSince > STALL_MS) throw new Error(`replay: a turn waited ${STALL_MS} ms on nothing its clock or its recording answers`)
+      idleSince ??= realNow()
+      if (realNow() - idleSince > STALL_MS) throw new Error(`replay: a turn waited ${STALL_MS} ms on nothing its clock or its recording answers`)
       await realTimeout(1)
     }
   }
@@ -267,7 +276,8 @@ async function driveUntil(done, work, gate, clock, handlers) {
 
 /**
  * Replays `recording` against the gate `setup({ clock })` builds, turn after turn in the order they began, on one
- * manual clock (a turn during which the executor was closed closes it, and the next turn gets a new one). Resolves to `{ turns: [{ at, results,
+ * manual clock: a gate for each executor that recorded turns (a turn during which its executor was closed closes
+ * the gate, and its next turn gets a new one). Resolves to `{ turns: [{ at, results,
  * recorded, changes }], changed }`: `changed` counts the calls that differ.
  */
 async function replay(recording, setup, options = {}) {
@@ -284,7 +294,8 @@ async function replay(recording, setup, options = {}) {
     }
     return gate
   }
-  let gate = await build()
+  // A gate per executor that wrote the turns (processes, restarts), each made when its first turn comes.
+  const gates = new Map()
   const turns = []
   let changed = 0
   try {
@@ -292,6 +303,8 @@ async function replay(recording, setup, options = {}) {
     for (const entry of [...entries].sort((a, b) => a.at - b.at)) {
       const gap = entry.at - clock.now()
       if (gap > 0) await clock.advance(gap)
+      const gate = gates.get(entry.executor) ?? (await build())
+      gates.set(entry.executor, gate)
       const { results: done, work } = runTurn(gate, entry, clock, handlers)
       const results = await driveUntil(done, work, gate, clock, handlers)
       const byCall = Math.max(results.length, entry.results.length)
@@ -304,12 +317,12 @@ async function replay(recording, setup, options = {}) {
       turns.push({ at: entry.at, results, recorded: entry.results, changes })
       if (entry.cancelled?.closed) {
         await gate.close({ timeoutMs: 0 })
-        gate = await build()
+        gates.delete(entry.executor)
       }
     }
   } finally {
     // Handlers that recorded no answer never settle: nothing is waited for.
-    await gate.close({ timeoutMs: 0 })
+    await Promise.all([...gates.values()].map((gate) => gate.close({ timeoutMs: 0 })))
   }
   return { turns, changed }
 }
