@@ -1,8 +1,10 @@
 'use strict'
 // What observability costs per call: the same turns of trivial calls with nothing on, with stage timings only,
-// with trace events to a listener, with audit records to a JSONL file as well, and with OpenTelemetry spans to an
-// in-memory exporter. Run by hand after `npm run build`: node bench/tracing.js [samples]. The contenders run
-// interleaved in one process, so their differences hold on a noisy machine.
+// with trace events to a listener, with audit records to a JSONL file as well, with OpenTelemetry spans to an
+// in-memory exporter, and with every turn (or a tenth of them) recorded for replay. Run by hand after `npm run
+// build`: node bench/tracing.js [samples] [output bytes]; with output bytes, each handler returns an object of about
+// that size (a realistic call) instead of a number. The contenders run interleaved in one process, so their
+// differences hold on a noisy machine.
 
 const fs = require('node:fs')
 const os = require('node:os')
@@ -14,6 +16,10 @@ const { ToolExecutor } = require('..')
 const SAMPLES = Number(process.argv[2] ?? 11)
 const BATCH = 16
 const CALLS_PER_SAMPLE = 16_000
+const OUTPUT_BYTES = Number(process.argv[3] ?? 0)
+const ROW = { id: 0, title: 'A result row with a title', url: 'https://example.com/a/result', snippet: 'Some words of the page.' }
+const output = (n) => (OUTPUT_BYTES === 0 ? n + 1 : { n, rows: Array.from({ length: Math.max(1, Math.round(OUTPUT_BYTES / JSON.stringify(ROW).length)) }, (_, id) => ({ ...ROW, id })) })
+let recorded = 0
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolgate-tracing-'))
 const exporter = new InMemorySpanExporter()
@@ -22,7 +28,7 @@ let events = 0
 
 function gateWith(options) {
   const gate = new ToolExecutor({ dedup: { policy: 'off' }, otel: false, ...options })
-  gate.register({ name: 'inc', readOnly: true, parameters: schema, handler: async ({ n }) => n + 1 })
+  gate.register({ name: 'inc', readOnly: true, parameters: schema, handler: async ({ n }) => output(n) })
   return gate
 }
 
@@ -32,6 +38,9 @@ const contenders = {
   'trace events to onTrace': gateWith({ onTrace: (batch) => { events += batch.length } }),
   'trace events + audit JSONL file': gateWith({ onTrace: (batch) => { events += batch.length }, audit: { file: path.join(dir, 'audit.jsonl'), maxBytes: 64 * 1024 * 1024 } }),
   'OpenTelemetry spans (in-memory exporter)': gateWith({ otel: true }),
+  'every turn recorded to a JSONL file': gateWith({ record: { to: path.join(dir, 'turns.jsonl'), maxBytes: 256 * 1024 * 1024 } }),
+  'every turn recorded to a function': gateWith({ record: { to: () => { recorded += 1 } } }),
+  'a tenth of turns recorded (sample: 0.1)': gateWith({ record: { to: path.join(dir, 'sampled.jsonl'), sample: 0.1 } }),
 }
 
 const calls = Array.from({ length: BATCH }, (_, i) => ({ type: 'function_call', call_id: `c${i}`, name: 'inc', arguments: `{"n":${i}}` }))
@@ -65,14 +74,14 @@ async function main() {
   for (const gate of Object.values(contenders)) await gate.close()
   fs.rmSync(dir, { recursive: true, force: true })
   const base = median(results['nothing on'].wall)
-  console.log(`node ${process.version}; turns of ${BATCH} trivial calls, ${SAMPLES} samples of ${CALLS_PER_SAMPLE} calls; median µs per call`)
+  console.log(`node ${process.version}; turns of ${BATCH} ${OUTPUT_BYTES === 0 ? 'trivial calls' : `calls returning ${OUTPUT_BYTES} bytes of JSON`}, ${SAMPLES} samples of ${CALLS_PER_SAMPLE} calls; median µs per call`)
   console.log('| observability | wall µs per call | process CPU µs per call | added wall µs per call |')
   console.log('|---|---|---|---|')
   for (const [name, r] of Object.entries(results)) {
     const wall = median(r.wall)
     console.log(`| ${name} | ${wall.toFixed(2)} | ${median(r.cpu).toFixed(2)} | ${(wall - base).toFixed(2)} |`)
   }
-  if (events === 0) throw new Error('no trace events were delivered: the figures would be wrong')
+  if (events === 0 || recorded === 0) throw new Error('no trace events or recorded turns were delivered: the figures would be wrong')
 }
 
 main()
