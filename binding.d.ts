@@ -75,6 +75,8 @@ export declare class Engine {
   get longestKillGraceMs(): number
   /** Each value of a JSON array with secrets redacted and its size capped, as a trace shows arguments. */
   snapshots(jsonArray: string): string
+  /** Whether each step reports the stations calls met (`marks`), for a host that watches turns live. */
+  observe(on: boolean): void
   /**
    * A JSON value with secrets redacted and nothing cut, as a recorded turn keeps it; with `jsonTexts`, strings
    * holding JSON are redacted as the values they hold (a call's arguments as JSON text).

@@ -304,6 +304,12 @@ impl Engine {
         self.inner.snapshots(&json_array).map_err(fail)
     }
 
+    /// Whether each step reports the stations calls met (`marks`), for a host that watches turns live.
+    #[napi(catch_unwind)]
+    pub fn observe(&mut self, on: bool) {
+        self.inner.observe(on);
+    }
+
     /// A JSON value with secrets redacted and nothing cut, as a recorded turn keeps it; with `jsonTexts`, strings
     /// holding JSON are redacted as the values they hold (a call's arguments as JSON text).
     #[napi(catch_unwind)]

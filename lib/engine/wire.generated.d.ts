@@ -77,6 +77,22 @@ export type LateRecord = [run: number, endedBy: 'timeout' | 'idle_timeout' | 'ca
 
 export declare function readLate(record: LateRecord): Late
 
+/** A station a call met, as it met it, for a host that watches turns live (`Engine::observe`): a wait begun (`permission:asked`, `rate_limit:waited`, `cache:joined`, `retry:scheduled`), a decision, or the call sealed (`sealed:ok`, `sealed:<error kind>`). */
+export interface LiveMark {
+  turn: number
+  /** The call's place in its turn. */
+  index: number
+  /** `station:outcome`. */
+  mark: string
+  /** When, in ms since the call's turn began (a streaming turn's call: since it was added). */
+  ms: number
+}
+
+/** LiveMark as it crosses. */
+export type LiveMarkRecord = [turn: number, index: number, mark: string, ms: number]
+
+export declare function readLiveMark(record: LiveMarkRecord): LiveMark
+
 /** The latest line a running command wrote, at a bounded rate, for `onProgress`. */
 export interface Progress {
   run: number
@@ -179,6 +195,8 @@ export interface Step {
   commands?: number[]
   /** The latest lines running commands wrote. */
   progress?: ProgressRecord[]
+  /** While the host observes: the stations calls met since the last step, each call's in order. */
+  marks?: LiveMarkRecord[]
   /** Milliseconds until the host should call `expire` by its own timer (see `Engine::host_timer`). */
   wake?: number
 }

@@ -26,6 +26,11 @@ function readLate(r) {
   return { run: r[0], endedBy: r[1], outcome: r[2], afterMs: r[3] }
 }
 
+/** LiveMark from its record on the wire. */
+function readLiveMark(r) {
+  return { turn: r[0], index: r[1], mark: r[2], ms: r[3] }
+}
+
 /** Progress from its record on the wire. */
 function readProgress(r) {
   return { run: r[0], line: r[1] }
@@ -76,4 +81,4 @@ const SPEC_FIELDS = Object.freeze(['name', 'description', 'parameters', 'readOnl
 /** What `execute` asks of its turn beyond the calls and what the JS layer keeps. */
 const TURN_OPTIONS = Object.freeze(['deadlineMs', 'stopOnError'])
 
-module.exports = { readStart, readHostRequest, readAbort, readSettled, readLate, readProgress, readStoreTicket, readResultRow, SETTLEMENT_HEAD_LENGTH, writeSettlementHead, HOST_KIND, SETTLEMENT_KIND, RESULT_FLAG, ON_ERROR_DEFAULTS, STORE_OPS, ENGINE_OPTIONS, SPEC_FIELDS, TURN_OPTIONS }
+module.exports = { readStart, readHostRequest, readAbort, readSettled, readLate, readLiveMark, readProgress, readStoreTicket, readResultRow, SETTLEMENT_HEAD_LENGTH, writeSettlementHead, HOST_KIND, SETTLEMENT_KIND, RESULT_FLAG, ON_ERROR_DEFAULTS, STORE_OPS, ENGINE_OPTIONS, SPEC_FIELDS, TURN_OPTIONS }

@@ -39,6 +39,8 @@ pub(super) struct Slot {
     pub(super) run: Option<u32>,
     pub(super) attempts: u32,
     pub(super) attempt_errors: Vec<AttemptError>,
+    /// How many of `marks` the host has been told of, while it observes turns live.
+    pub(super) reported: usize,
     /// Waiting to retry until then; the failure stands if the retry never comes.
     /// Boxed, as every rarely set part of a slot: slots are moved whole while a turn begins.
     pub(super) backoff: Option<Box<(Instant, ToolResult)>>,
@@ -108,6 +110,7 @@ impl Slot {
             run: None,
             attempts: 0,
             attempt_errors: Vec::new(),
+            reported: 0,
             backoff: None,
             rate_wait: None,
             fills: None,

@@ -45,8 +45,8 @@ mod tickets;
 mod wire;
 pub use counters::ToolCounters;
 pub use settlement::{Shaped, Shaping};
-pub use wire::{Abort, HostAnswer, HostKind, HostRequest, Late, Settled, Start, Step};
-use call::{At, Run, Turn, Turns};
+pub use wire::{Abort, HostAnswer, HostKind, HostRequest, Late, LiveMark, Settled, Start, Step};
+use call::{At, Run, Slot, Turn, Turns};
 use cancellation::TurnEnd;
 use counters::tally;
 use settlement::Sealing;
@@ -99,6 +99,8 @@ pub struct Engine {
     shaper: Arc<Shaper>,
     /// Where retry backoffs draw their jitter.
     jitter: fastrand::Rng,
+    /// The host watches turns live: each step says which stations calls met (`Step::marks`).
+    observed: bool,
     /// Consecutive rollback flags per session (`sessionId`; "" without one).
     rollbacks: Bounded<String, u32>,
     /// The executor's permission rules and mode, under every context's.
@@ -136,6 +138,27 @@ pub(super) fn mark(station: &'static str, outcome: &'static str) -> StationMark 
     StationMark { station, outcome, at: Instant::now() }
 }
 
+/// The marks a call met since the host was last told, as live marks: times from when its turn began (a streaming
+/// turn's call: from when it came).
+fn report_marks(turn: u32, index: usize, slot: &mut Slot, begun: Instant, step: &mut Step) {
+    let from = slot.arrived.unwrap_or(begun);
+    for m in slot.marks.iter().skip(slot.reported) {
+        step.marks.push(LiveMark { turn, index: index as u32, mark: format!("{}:{}", m.station, m.outcome), ms: millis(m.at.saturating_duration_since(from)) });
+    }
+    slot.reported = slot.marks.len();
+}
+
+/// A call sealed, as a live mark: `sealed:ok`, `sealed:cached` or `sealed:<error kind>`.
+fn report_sealed(turn: u32, index: usize, slot: &Slot, begun: Instant, result: &ToolResult, step: &mut Step) {
+    let outcome = match result.error_kind {
+        Some(kind) => kind.as_str(),
+        None if result.cached => "cached",
+        None => "ok",
+    };
+    let ms = millis(Instant::now().saturating_duration_since(slot.arrived.unwrap_or(begun)));
+    step.marks.push(LiveMark { turn, index: index as u32, mark: format!("sealed:{outcome}"), ms });
+}
+
 /// The longest wait a host timer takes (Node's: 2^31 - 1 ms; longer fires after 1 ms).
 pub(super) const HOST_TIMER_MAX: Duration = Duration::from_millis((1 << 31) - 1);
 
@@ -171,6 +194,7 @@ impl Engine {
             remembered: Bounded::new(REMEMBERED_APPROVALS),
             shaper: Arc::new(shaper),
             jitter: fastrand::Rng::new(),
+            observed: false,
             store,
             flights: HashMap::new(),
             flight_waiters: FxHashMap::default(),
@@ -362,6 +386,7 @@ impl Engine {
         }
         turn.open += runnable.len();
         turn.schedule.extend(runnable.iter().copied());
+        let (observed, begun) = (self.observed, turn.begun);
         let sealing = Sealing { note: self.options.repair.note, trace: self.options.trace, begun: turn.begun, begun_epoch_ms: turn.begun_epoch_ms, shaper: &self.shaper };
         for (index, slot) in turn.slots.iter_mut().enumerate().skip(first) {
             if let Some(mut result) = slot.result.take() {
@@ -369,7 +394,13 @@ impl Engine {
                 if let (Some(repeat), Some(tool), true) = (&slot.dedup, &slot.tool, result.cached) {
                     repeat.annotate(&mut result, tool.dedup.mode);
                 }
+                if observed {
+                    report_marks(turn_id, index, slot, begun, step);
+                }
                 sealing.seal(&mut result, slot, 0.0);
+                if observed {
+                    report_sealed(turn_id, index, slot, begun, &result, step);
+                }
                 tracing::debug!(turn = turn_id, call = %self.shaper.redact_text(&slot.id), tool = %result.name, outcome = result.error_kind.map_or("ok", ErrorKind::as_str), "call answered without running");
                 tally(&mut self.metrics, &mut self.unknown_tool_metrics, &result, slot.tool.is_some());
                 slot.result = Some(result);
@@ -411,6 +442,14 @@ impl Engine {
                 break;
             }
             self.dirty.extend(std::mem::take(&mut self.held_back));
+        }
+        if self.observed {
+            for (&turn_id, turn) in self.turns.iter_mut() {
+                let begun = turn.begun;
+                for (index, slot) in turn.slots.iter_mut().enumerate() {
+                    report_marks(turn_id, index, slot, begun, step);
+                }
+            }
         }
         // Requests for calls answered meanwhile (their turn was cancelled, say) are not sent.
         let tickets = &self.tickets;
@@ -563,6 +602,12 @@ impl Engine {
     /// The time on a clock the host moves (a test's manual clock): artifacts age on it from now on.
     pub fn set_clock(&self, now: SystemTime) {
         self.shaper.artifacts.set_clock(now);
+    }
+
+    /// Whether each step reports the stations calls met since the last (`Step::marks`), for a host that watches turns
+    /// live. Off, nothing of it is done.
+    pub fn observe(&mut self, on: bool) {
+        self.observed = on;
     }
 
     /// Backoff jitter drawn from a fixed seed: on a clock a test moves, the same turn waits the same every run, and a

@@ -17,7 +17,7 @@ use crate::judge;
 use crate::panic::{self, contained};
 use crate::{fence, invoke, shape, validate};
 
-use super::{Engine, Alarm, mark, millis};
+use super::{Engine, Alarm, mark, millis, report_marks, report_sealed};
 use super::wire::{Settled, Step};
 use super::call::{At, Slot};
 use super::admission::stopped_after;
@@ -273,6 +273,7 @@ impl Engine {
             self.note_store(&mut result, why);
         }
         self.count_rollback(at, &mut result, now);
+        let observed = self.observed;
         let Some(turn) = self.turns.get_mut(&at.turn) else { return };
         let sealing = Sealing { note: self.options.repair.note, trace: self.options.trace, begun: turn.begun, begun_epoch_ms: turn.begun_epoch_ms, shaper: &self.shaper };
         let slot = &mut turn.slots[at.index];
@@ -285,7 +286,13 @@ impl Engine {
         if slot.scheduled {
             turn.schedule.finished();
         }
+        if observed {
+            report_marks(at.turn, at.index, slot, turn.begun, step);
+        }
         sealing.seal(&mut result, slot, ran_ms);
+        if observed {
+            report_sealed(at.turn, at.index, slot, turn.begun, &result, step);
+        }
         let stops_turn = turn.stop_on_error && !result.success && slot.tool.as_ref().is_some_and(|t| !t.spec.read_only);
         // Worded only when the turn stops: most results stop nothing.
         let why = stops_turn.then(|| stopped_after(&self.shaper, &slot.id, &result.name));

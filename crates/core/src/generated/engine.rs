@@ -131,6 +131,32 @@ impl serde::Serialize for Late {
     }
 }
 
+/// A station a call met, as it met it, for a host that watches turns live (`Engine::observe`): a wait begun (`permission:asked`, `rate_limit:waited`, `cache:joined`, `retry:scheduled`), a decision, or the call sealed (`sealed:ok`, `sealed:<error kind>`).
+///
+/// On the wire: `[turn, index, mark, ms]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveMark {
+    pub turn: u32,
+    /// The call's place in its turn.
+    pub index: u32,
+    /// `station:outcome`.
+    pub mark: String,
+    /// When, in ms since the call's turn began (a streaming turn's call: since it was added).
+    pub ms: f64,
+}
+
+impl serde::Serialize for LiveMark {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeTuple;
+        let mut t = s.serialize_tuple(4)?;
+        t.serialize_element(&self.turn)?;
+        t.serialize_element(&self.index)?;
+        t.serialize_element(&self.mark)?;
+        t.serialize_element(&self.ms)?;
+        t.end()
+    }
+}
+
 /// The latest line a running command wrote, at a bounded rate, for `onProgress`.
 ///
 /// On the wire: `[run, line]`.
@@ -226,6 +252,9 @@ pub struct Step {
     /// The latest lines running commands wrote.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub progress: Vec<Progress>,
+    /// While the host observes: the stations calls met since the last step, each call's in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub marks: Vec<LiveMark>,
     /// Milliseconds until the host should call `expire` by its own timer (see `Engine::host_timer`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wake: Option<f64>,
@@ -246,12 +275,13 @@ impl Step {
             && self.breaker.is_empty()
             && self.commands.is_empty()
             && self.progress.is_empty()
+            && self.marks.is_empty()
             && self.wake.is_none()
     }
 
     /// Takes in what `other` asks, after what this one does.
     pub fn absorb(&mut self, other: Step) {
-        let Step { turn, start, abort, ended, settled, done, host, late, store, breaker, commands, progress, wake } = other;
+        let Step { turn, start, abort, ended, settled, done, host, late, store, breaker, commands, progress, marks, wake } = other;
         self.turn = self.turn.or(turn);
         self.start.extend(start);
         self.abort.extend(abort);
@@ -264,6 +294,7 @@ impl Step {
         self.breaker.extend(breaker);
         self.commands.extend(commands);
         self.progress.extend(progress);
+        self.marks.extend(marks);
         self.wake = match (self.wake, wake) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

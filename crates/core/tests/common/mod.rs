@@ -29,6 +29,8 @@ pub struct Host {
     pub done: Vec<u32>,
     /// Calls of streaming turns whose results were sealed, as (turn, index), in the order the steps named them.
     pub settled: Vec<(u32, u32)>,
+    /// The live marks the steps reported (`Engine::observe`), as (turn, index, mark).
+    pub marks: Vec<(u32, u32, String)>,
     /// How the host answers checks and approvals (JSON); None leaves them unanswered, for a test to answer.
     pub answer: Option<fn(&HostRequest) -> String>,
     /// Requests left unanswered.
@@ -81,6 +83,7 @@ impl Host {
             running: HashMap::new(),
             done: vec![],
             settled: vec![],
+            marks: vec![],
             answer: Some(no_callback),
             requests: vec![],
             store: vec![],
@@ -149,6 +152,7 @@ impl Host {
     pub fn apply(&mut self, step: Step) {
         self.done.extend(&step.done);
         self.settled.extend(step.settled.iter().map(|s| (s.turn, s.index)));
+        self.marks.extend(step.marks.iter().map(|m| (m.turn, m.index, m.mark.clone())));
         self.store.extend(step.store.into_iter().map(|t| (t.ticket, t.ops)));
         for Abort { run, .. } in step.abort {
             if let Some(name) = self.running.remove(&run) {
