@@ -714,6 +714,21 @@ export interface BudgetNote {
   /** When a window's budget starts over. */
   resetsInMs?: number
 }
+/** What `watch()` hears. `turn` names the turn as trace events do; `index` is a call's place in it. */
+export type WatchEvent =
+  | { type: 'turn'; turn: string; at: number; streaming: boolean }
+  /** A call as it came: its id and arguments as a trace shows them (secrets redacted, size capped). */
+  | { type: 'call'; turn: string; index: number; callId?: string; name?: string; args: unknown }
+  /** A station the call met: a wait begun (`permission:asked`, `rate_limit:waited`, `cache:joined`,
+   * `retry:scheduled`), a decision, or the call sealed (`sealed:ok`, `sealed:cached`, `sealed:<error kind>`); `ms`
+   * since its turn began (a streaming turn's call: since it was added). */
+  | { type: 'station'; turn: string; index: number; station: Station | 'dedup' | 'cache' | 'rate_limit' | 'retry' | 'sealed'; outcome: string; ms: number }
+  | { type: 'start'; turn: string; index: number; name: string; attempt: number; at: number }
+  /** The application was asked: a schema's own validation, a tool's check or cost, an approval. */
+  | { type: 'ask'; turn: string; index: number; kind: 'validate' | 'check' | 'cost' | 'approve'; at: number }
+  | { type: 'result'; turn: string; index: number; result: ToolResult }
+  | { type: 'done'; turn: string; at: number }
+
 /** Recording a turn failed (`record` option): said once per executor; `stats().recording.failed` counts them all. */
 export interface RecordFailedEvent {
   type: 'record_failed'
@@ -1348,6 +1363,10 @@ export declare class ToolExecutor<Ctx extends ExecutionContext = ExecutionContex
   prometheus(): string
   /** Each tool's status from its error and timeout rates, and the worst of them. */
   healthReport(): HealthReport
+  /** Watches turns live: `listener(events)` hears, in batches, each turn as it begins, its calls, each station a call
+   * meets as it meets it (a wait begun, a decision, the call sealed), each handler started, each question put to the
+   * application, and the results. Returns what stops it; nothing of it is done while nobody watches. */
+  watch(listener: (events: WatchEvent[]) => void): () => void
   /** Forgets cached results of `tool`, or only those for `args`; returns how many were dropped. */
   /** How many cached results were dropped; with a shared store, a promise of it, once every process's are gone. */
   invalidate(tool: string, args?: Record<string, unknown>): number | Promise<number>

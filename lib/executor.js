@@ -22,6 +22,7 @@ const { Registry, artifactTools, jobCalls } = require('./executor/registry.js')
 const { HostRequests } = require('./executor/host.js')
 const { Reporter } = require('./executor/reporting.js')
 const { Runs } = require('./executor/runs.js')
+const { Watchers } = require('./executor/watching.js')
 const { Recorder, readRecordOptions } = require('./executor/recording.js')
 const { live, withCommands, killCommandsAtExit, wake, withinTime, lookUntil, sweepArtifactsWhileAlive } = require('./executor/lifecycle.js')
 
@@ -87,6 +88,8 @@ class ToolExecutor {
   #clockHooks
   /** The timer that calls the engine back at its next deadline (see `#armWake`). */
   #wakeTimer
+  /** Who watches turns live (`watch`). */
+  #watchers
   /** Where turns are recorded (`record` option), when they are. */
   #recorder
   /** The time as the executor's deadlines run on it, in epoch ms to a fraction: a test's clock's, when it has one. */
@@ -128,6 +131,7 @@ class ToolExecutor {
         if (this.#turns.size === 0) this.#onIdle?.()
       },
     })
+    this.#watchers = new Watchers({ engine: this.#engine, reporter: this.#reporter })
     this.#host = new HostRequests({
       tools: this.#tools,
       engine: this.#engine,
@@ -251,6 +255,18 @@ class ToolExecutor {
       return [d.name, tool]
     }))
   }
+
+  /**
+   * Watches turns live: `listener(events)` hears, in batches, each turn as it begins, its calls, each station a call
+   * meets as it meets it (a wait begun, a decision, the call sealed), each handler started, each question put to the
+   * application, and the results. Returns what stops it. Nothing of it is done while nobody watches.
+   */
+  watch(listener) {
+    return this.#watchers.add(listener)
+  }
+
+  /** A turn as trace events and watchers name it. */
+  #traceIdOf = (turnId) => `${this.#engine.id}-${turnId}`
 
   /** How many handlers are running now, across all turns. */
   get running() {
@@ -410,6 +426,7 @@ class ToolExecutor {
         const json = serializeCalls([call])
         turn.calls.push(call)
         turn.recording?.arrived()
+        if (this.#watchers.on) this.#watchers.calls(turn.calls, turn.calls.length - 1, this.#traceIdOf(turn.id))
         this.#drive(() => this.#engine.add(turn.id, json))
         this.#releaseIfIdle()
       },
@@ -488,6 +505,7 @@ class ToolExecutor {
     if (otel) turn.span = observe.startTurnSpan(otel, this.#observers.tracer, turn.calls.length)
     this.#turns.set(turn.id, turn)
     live.set(this.#engine.id, this.#wakeDriver)
+    if (this.#watchers.on) this.#watchers.turn(turn, this.#traceIdOf(turn.id))
     const step = turn.step
     turn.step = undefined
     this.#guard(() => this.#applyStep(step))
@@ -587,10 +605,18 @@ class ToolExecutor {
     if (step.wake !== undefined) this.#armWake(step.wake)
     // Runs handed out are known before any application code runs (an abort listener may cancel the turn).
     const starts = step.start?.map(readStart)
+    const watching = this.#watchers.on
+    if (watching) this.#watchers.step(step, this.#traceIdOf)
     if (starts) for (const { run, turn } of starts) this.#runs.notStarted.set(run, turn)
     if (step.late) for (const late of step.late) this.#runs.overdue(readLate(late))
     if (step.breaker) for (const change of step.breaker) this.#reporter.breaker(change)
-    if (step.host) for (const request of step.host) this.#host.ask(readHostRequest(request))
+    if (step.host) {
+      for (const record of step.host) {
+        const request = readHostRequest(record)
+        if (watching) this.#watchers.asked(request, this.#traceIdOf)
+        this.#host.ask(request)
+      }
+    }
     if (step.store) {
       const batch = runTickets(this.#store, step.store.map(readStoreTicket), (ticket, json) => this.#drive(() => this.#engine.answerStore(ticket, json)))
       // Kept only up to a bound: a store whose batches never settle must not grow this set for ever.
@@ -602,7 +628,12 @@ class ToolExecutor {
     if (step.abort) for (const abort of step.abort) this.#runs.abort(readAbort(abort))
     if (step.progress) for (const progress of step.progress) this.#runs.commandProgress(readProgress(progress))
     if (step.commands) for (const run of step.commands) this.#runs.commandEnded(run)
-    if (starts) for (const start of starts) this.#runs.start(start)
+    if (starts) {
+      for (const start of starts) {
+        if (watching) this.#watchers.started(start, this.#traceIdOf)
+        this.#runs.start(start)
+      }
+    }
     if (step.settled) this.#settled(step.settled)
     if (step.done) for (const turnId of step.done) this.#finish(turnId)
   }
@@ -621,6 +652,7 @@ class ToolExecutor {
       const turn = this.#turns.get(turnId)
       if (turn === undefined) continue
       const results = readResults(this.#engine.takeSettled(turnId, Uint32Array.from(indices)), indices.map((i) => turn.sent[i]), this.#stages)
+      if (this.#watchers.on) this.#watchers.results(this.#traceIdOf(turnId), indices, results)
       indices.forEach((index, i) => turn.streaming.settled(index, results[i]))
     }
   }
@@ -635,7 +667,13 @@ class ToolExecutor {
     const turn = this.#turns.get(turnId)
     if (turn === undefined) return
     // Read while the turn is still open: should reading fail, the guard finds it and answers it.
+    const untaken = turn.streaming?.untaken(turn.calls.length)
     const results = turn.streaming ? turn.streaming.whole(turn.calls.length, this.#untaken(turn)) : readResults(this.#engine.finish(turnId), turn.sent, this.#stages)
+    if (this.#watchers.on) {
+      const indices = untaken ?? [...results.keys()]
+      this.#watchers.results(this.#traceIdOf(turnId), indices, indices.map((i) => results[i]))
+      this.#watchers.done(this.#traceIdOf(turnId))
+    }
     this.#turns.delete(turnId)
     this.#releaseIfIdle()
     if (turn.onAbort) unlisten(turn.signal, turn.onAbort)

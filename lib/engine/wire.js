@@ -206,4 +206,4 @@ function serializeCall(call) {
   }
 }
 
-module.exports = { argumentsOf, internalFailures, programmerError, policyJson, readResults, serializeCalls }
+module.exports = { argumentsOf, nestOf, internalFailures, programmerError, policyJson, readResults, serializeCalls }

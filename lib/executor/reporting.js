@@ -48,6 +48,13 @@ class Reporter {
     })
   }
 
+  /** Values (calls' ids and arguments) as a trace shows them, for a watcher of live turns. */
+  shown(list) {
+    let shown = []
+    this.#guard(() => { shown = this.#snapshots(list) })
+    return shown
+  }
+
   /** Arguments as a trace shows them, one crossing for a whole turn: secrets redacted, each one's size capped.
    * One that cannot be shown as JSON (a handler may have changed it) says so. */
   #snapshots(list) {

@@ -1,0 +1,143 @@
+'use strict'
+// Turns watched live (`gate.watch`): each turn, its calls, each station a call meets as it meets it, each handler
+// started, each question put to the application, and the results, in batches that never hold the pipeline; nothing
+// of it while nobody watches.
+
+const { describe, it } = require('node:test')
+const assert = require('node:assert/strict')
+const { ToolExecutor } = require('..')
+const { manualClock } = require('toolgate/testing')
+
+const NO_ARGS = { type: 'object', properties: {} }
+const tick = () => new Promise((resolve) => setImmediate(resolve))
+
+function gateOn(clock, options = {}) {
+  const gate = new ToolExecutor({ clock, approve: () => clock.sleep(500).then(() => 'approve'), ...options })
+  gate.register({ name: 'api', readOnly: true, rateLimit: { limit: '1/s', maxWaitMs: 5_000 }, parameters: NO_ARGS, handler: () => 'ok' })
+  gate.register({ name: 'deploy', needsApproval: true, parameters: NO_ARGS, handler: () => 'deployed' })
+  let failures = 0
+  gate.register({
+    name: 'flaky',
+    readOnly: true,
+    retry: { maxRetries: 1, initialDelayMs: 200 },
+    parameters: NO_ARGS,
+    handler: () => {
+      failures += 1
+      if (failures === 1) throw Object.assign(new Error('busy'), { retryable: true })
+      return 'fine'
+    },
+  })
+  gate.register({ name: 'hang', readOnly: true, timeoutMs: 1_000, retry: false, parameters: NO_ARGS, handler: () => new Promise(() => {}) })
+  gate.register({
+    name: 'login',
+    readOnly: true,
+    idempotent: true,
+    parameters: { type: 'object', properties: { user: { type: 'string' }, password: { type: 'string' } } },
+    handler: ({ user }) => clock.sleep(300).then(() => `hello ${user}`),
+  })
+  return gate
+}
+
+/** Moves the clock until `promise` settles. */
+async function until(clock, promise) {
+  let done = false
+  promise.then(() => { done = true }, () => { done = true })
+  while (!done) await clock.advance(100)
+  return promise
+}
+
+describe('watching turns live', () => {
+  it('hears each wait as it begins, each handler started, each question asked, and each call sealed, in order', async () => {
+    const clock = manualClock()
+    const gate = gateOn(clock)
+    const events = []
+    const stop = gate.watch((batch) => events.push(...batch))
+    const calls = [
+      { id: 'a1', name: 'api', arguments: {} },
+      { id: 'a2', name: 'api', arguments: {} },
+      { id: 'd1', name: 'deploy', arguments: {} },
+      { id: 'f1', name: 'flaky', arguments: {} },
+      { id: 'h1', name: 'hang', arguments: {} },
+      { id: 'l1', name: 'login', arguments: { user: 'ann', password: 'hunter2-hunter2' } },
+      { id: 'l2', name: 'login', arguments: { user: 'ann', password: 'hunter2-hunter2' } },
+    ]
+    const pending = gate.execute(calls)
+    await tick()
+    const early = events.length
+    assert.ok(events.some((e) => e.type === 'station' && e.index === 1 && `${e.station}:${e.outcome}` === 'rate_limit:waited'), 'the wait for a token is heard before it ends')
+    assert.ok(events.some((e) => e.type === 'ask' && e.index === 2 && e.kind === 'approve'), 'the approval asked for')
+    assert.ok(events.some((e) => e.type === 'station' && e.index === 6 && `${e.station}:${e.outcome}` === 'cache:joined'), 'the identical call joins the first one\'s flight')
+    assert.ok(!events.some((e) => e.type === 'result'), 'no result yet')
+    const results = await until(clock, pending)
+    stop()
+    assert.ok(events.length > early)
+
+    const [turn] = events
+    assert.equal(turn.type, 'turn')
+    assert.equal(turn.streaming, false)
+    const traceId = turn.turn
+    assert.ok(events.every((e) => e.turn === traceId))
+    const callEvents = events.filter((e) => e.type === 'call')
+    assert.deepEqual(callEvents.map((e) => [e.index, e.callId, e.name]), calls.map((c, i) => [i, c.id, c.name]))
+    assert.equal(callEvents[5].args.password, '[REDACTED:secret-field]', 'arguments as a trace shows them')
+    assert.deepEqual(events.filter((e) => e.type === 'start' && e.index === 3).map((e) => e.attempt), [1, 2], 'the retry started again')
+    for (const [index, result] of results.entries()) {
+      const stations = events.filter((e) => e.type === 'station' && e.index === index).map((e) => `${e.station}:${e.outcome}`)
+      const sealed = result.errorKind ?? (result.cached ? 'cached' : 'ok')
+      assert.deepEqual(stations, [...result.metadata.stages, `sealed:${sealed}`], `call ${index}: every station once, in order, then sealed`)
+      assert.deepEqual(events.find((e) => e.type === 'result' && e.index === index).result, result)
+    }
+    assert.ok(events.some((e) => e.type === 'station' && e.index === 3 && `${e.station}:${e.outcome}` === 'retry:scheduled'))
+    assert.equal(events.at(-1).type, 'done')
+    const startOf = (index) => events.findIndex((e) => e.type === 'start' && e.index === index)
+    const waited = events.findIndex((e) => e.type === 'station' && e.index === 1 && e.station === 'rate_limit')
+    assert.ok(waited < startOf(1), 'heard waiting before it started')
+    await gate.close()
+  })
+
+  it('hears a streaming turn\'s calls as they are added and their results as they settle', async () => {
+    const clock = manualClock()
+    const gate = gateOn(clock)
+    const events = []
+    gate.watch((batch) => events.push(...batch))
+    const turn = gate.turn()
+    turn.add({ id: 'l1', name: 'login', arguments: { user: 'bo' } })
+    await clock.advance(400)
+    await tick()
+    assert.deepEqual(events.filter((e) => e.type === 'result').map((e) => e.result.output), ['hello bo'], 'the first result, before the turn ends')
+    turn.add({ id: 'x', name: 'nope', arguments: {} })
+    turn.end()
+    await until(clock, turn.results)
+    await tick()
+    assert.equal(events[0].streaming, true)
+    assert.deepEqual(events.filter((e) => e.type === 'call').map((e) => [e.index, e.callId]), [[0, 'l1'], [1, 'x']])
+    assert.deepEqual(events.filter((e) => e.type === 'result').map((e) => [e.index, e.result.errorKind ?? 'ok']), [[0, 'ok'], [1, 'unknown_tool']])
+    assert.equal(events.filter((e) => e.type === 'done').length, 1)
+    await gate.close()
+  })
+
+  it('does nothing while nobody watches, stops when told, and survives a listener that throws', async () => {
+    const clock = manualClock()
+    const gate = gateOn(clock)
+    const heard = []
+    const stop = gate.watch((batch) => heard.push(...batch))
+    const warnings = []
+    const onWarning = (w) => warnings.push(w.message)
+    process.on('warning', onWarning)
+    const stopThrowing = gate.watch(() => { throw new Error('listener broke') })
+    const [r] = await until(clock, gate.execute([{ name: 'login', arguments: { user: 'cy' } }]))
+    await tick()
+    process.off('warning', onWarning)
+    assert.equal(r.output, 'hello cy', 'the turn is whole')
+    assert.ok(warnings.some((w) => w.includes('listener broke')))
+    assert.ok(heard.some((e) => e.type === 'done'))
+    stop()
+    stopThrowing()
+    const before = heard.length
+    await until(clock, gate.execute([{ name: 'login', arguments: { user: 'di' } }]))
+    await tick()
+    assert.equal(heard.length, before, 'nothing after the last watcher stopped')
+    assert.throws(() => gate.watch('no'), /listener must be a function/)
+    await gate.close()
+  })
+})
