@@ -572,3 +572,30 @@ describe('tap()', () => {
     await gate.close()
   })
 })
+
+describe('a streaming turn whose answered calls were handed on', () => {
+  it('is cancelled, ended by its deadline or closed without failing the engine, and a bystander turn keeps its results', async () => {
+    for (const end of ['cancel', 'close']) {
+      const gate = new ToolExecutor()
+      gate.register({ name: 'slow', readOnly: true, parameters: { type: 'object', properties: {} }, handler: () => new Promise((resolve) => setTimeout(() => resolve('slow done'), 100)) })
+      const warnings = []
+      const onWarning = (w) => warnings.push(w.message)
+      process.on('warning', onWarning)
+      const bystander = gate.execute([{ id: 'other', name: 'slow', arguments: {} }])
+      const turn = gate.turn()
+      turn.add({ id: 's', name: 'slow', arguments: {} })
+      const unknown = await turn.add({ id: 'x', name: 'no_such_tool', arguments: {} })
+      assert.equal(unknown.errorKind, 'unknown_tool')
+      if (end === 'cancel') turn.cancel('user pressed stop')
+      const closing = end === 'close' ? gate.close({ timeoutMs: 500 }) : undefined
+      const results = await turn.results
+      await closing
+      process.off('warning', onWarning)
+      assert.deepEqual(results.map((r) => [r.callId, r.errorKind]), [['s', 'cancelled'], ['x', 'unknown_tool']], end)
+      const [other] = await bystander
+      assert.equal(end === 'cancel' ? other.output : other.errorKind, end === 'cancel' ? 'slow done' : 'cancelled', `${end}: the bystander is not failed with the engine`)
+      assert.ok(!warnings.some((w) => w.includes('engine failed')), warnings.join('\n'))
+      if (end === 'cancel') await gate.close()
+    }
+  })
+})

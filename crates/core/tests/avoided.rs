@@ -258,15 +258,16 @@ fn an_observing_host_hears_each_wait_as_it_begins_and_each_call_as_it_is_sealed(
     for_each_store(|stores| {
         let mut h = Host::on(stores, json!({}));
         h.tool(json!({"name": "api", "readOnly": true, "rateLimit": {"limit": "1/s", "maxWaitMs": 5000}}), text("ok"));
-        h.begin(json!([{"id": "1", "name": "api"}]), Policy::default());
+        let earlier = h.begin(json!([{"id": "1", "name": "api"}, {"id": "0", "name": "api"}]), Policy::default());
         assert!(h.marks.is_empty(), "nothing is reported while the host does not observe");
         h.engine.observe(true);
         let turn = h.begin(json!([{"id": "2", "name": "api"}, {"id": "3", "name": "api"}]), Policy::default());
         let heard = |h: &Host, index: u32| h.marks.iter().filter(|m| m.0 == turn && m.1 == index).map(|m| m.2.clone()).collect::<Vec<_>>();
         assert!(heard(&h, 1).contains(&"rate_limit:waited".to_string()), "the wait is heard as it begins: {:?}", heard(&h, 1));
         assert!(!heard(&h, 1).iter().any(|m| m.starts_with("sealed:")), "and the call is not sealed yet");
-        h.advance_clock(1000);
-        h.advance_clock(1000);
+        for _ in 0..3 {
+            h.advance_clock(1000);
+        }
         let results = h.results(turn);
         for (index, result) in results.iter().enumerate() {
             assert!(result.success);
@@ -275,5 +276,8 @@ fn an_observing_host_hears_each_wait_as_it_begins_and_each_call_as_it_is_sealed(
             assert_eq!(marks.last().map(String::as_str), Some("sealed:ok"));
             assert_eq!(marks[..marks.len() - 1], stages[..], "every stage the result shows was heard once, in order");
         }
+        let before: Vec<String> = h.marks.iter().filter(|m| m.0 == earlier && m.1 == 1).map(|m| m.2.clone()).collect();
+        assert!(!before.contains(&"lookup:found".to_string()), "what a call met before the host observed is not news: {before:?}");
+        assert_eq!(before.last().map(String::as_str), Some("sealed:ok"));
     });
 }

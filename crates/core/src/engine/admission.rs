@@ -342,7 +342,7 @@ impl Engine {
         let session = turn.policy.fields.get("sessionId").cloned();
         let slot = &mut turn.slots[at.index];
         // An answer for a call already answered (or for another request of it) changes nothing.
-        if slot.result.is_some() || slot.pending != Some(ticket) {
+        if slot.sealed() || slot.pending != Some(ticket) {
             return;
         }
         slot.pending = None;

@@ -41,6 +41,8 @@ pub(super) struct Slot {
     pub(super) attempt_errors: Vec<AttemptError>,
     /// How many of `marks` the host has been told of, while it observes turns live.
     pub(super) reported: usize,
+    /// A streaming turn's host took its result already (`take_settled`): sealed, though `result` is empty.
+    pub(super) taken: bool,
     /// Waiting to retry until then; the failure stands if the retry never comes.
     /// Boxed, as every rarely set part of a slot: slots are moved whole while a turn begins.
     pub(super) backoff: Option<Box<(Instant, ToolResult)>>,
@@ -98,6 +100,11 @@ impl Spent {
 }
 
 impl Slot {
+    /// The call has its result: held, or a streaming turn's host has taken it.
+    pub(super) fn sealed(&self) -> bool {
+        self.result.is_some() || self.taken
+    }
+
     pub(super) fn new(id: String) -> Box<Self> {
         Box::new(Slot {
             id,
@@ -111,6 +118,7 @@ impl Slot {
             attempts: 0,
             attempt_errors: Vec::new(),
             reported: 0,
+            taken: false,
             backoff: None,
             rate_wait: None,
             fills: None,

@@ -58,7 +58,7 @@ impl Engine {
         let mut refunds = Vec::new();
         let mut unstarted_waits = Vec::new();
         for (index, slot) in turn.slots.iter_mut().enumerate() {
-            if slot.result.is_some() {
+            if slot.sealed() {
                 continue;
             }
             slot.ended_early = true;

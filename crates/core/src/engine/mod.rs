@@ -607,6 +607,14 @@ impl Engine {
     /// Whether each step reports the stations calls met since the last (`Step::marks`), for a host that watches turns
     /// live. Off, nothing of it is done.
     pub fn observe(&mut self, on: bool) {
+        if on && !self.observed {
+            // What calls met before is not news: only what they meet from now on is reported.
+            for turn in self.turns.values_mut() {
+                for slot in &mut turn.slots {
+                    slot.reported = slot.marks.len();
+                }
+            }
+        }
         self.observed = on;
     }
 
@@ -762,6 +770,7 @@ impl Engine {
         for &index in indices {
             let slot = turn.slots.get_mut(index as usize).ok_or_else(|| format!("turn {turn_id} has no call {index}"))?;
             results.push(slot.result.take().ok_or_else(|| format!("call {index} of turn {turn_id} has no result to take"))?);
+            slot.taken = true;
         }
         Ok(crate::result::results_to_wire(results, &mut self.stage_table))
     }

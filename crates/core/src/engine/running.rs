@@ -264,7 +264,7 @@ impl Engine {
     pub(super) fn retry_now(&mut self, at: At, now: Instant, step: &mut Step) {
         let Some(turn) = self.turns.get_mut(&at.turn) else { return };
         let slot = &mut turn.slots[at.index];
-        if slot.backoff.take().is_none() || slot.result.is_some() {
+        if slot.backoff.take().is_none() || slot.sealed() {
             return;
         }
         let name = slot.tool().spec.name.clone();

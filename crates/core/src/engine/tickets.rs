@@ -177,7 +177,7 @@ impl Engine {
             let ops = out.len();
             let wait = if out.contains(&true) { wait.clone() } else { shared.late.pop(&ticket).expect("peeked above").0 };
             let live = match &wait {
-                Wait::Call { at, .. } => self.open_slot(*at).is_some_and(|slot| slot.result.is_none() && slot.unanswered.contains(&ticket)),
+                Wait::Call { at, .. } => self.open_slot(*at).is_some_and(|slot| !slot.sealed() && slot.unanswered.contains(&ticket)),
                 _ => false,
             };
             let shared = self.shared_mut();
@@ -207,7 +207,7 @@ impl Engine {
         if let Wait::Call { at, .. } = &wait {
             // Its call settles later: then it says whether what this ticket took goes back.
             if let Some(slot) = self.turns.get_mut(&at.turn).map(|turn| &mut turn.slots[at.index]) {
-                if slot.pending == Some(ticket) && slot.result.is_none() {
+                if slot.pending == Some(ticket) && !slot.sealed() {
                     slot.unanswered.push(ticket);
                 }
             }
@@ -218,7 +218,7 @@ impl Engine {
 
     fn answered(&mut self, ticket: u32, wait: Wait, replies: Vec<Reply>, now: Instant, step: &mut Step) {
         self.shared_mut().stats.errors += replies.iter().filter(|r| r.error.is_some()).count() as u64;
-        let waits_on = |engine: &Self, at: At| engine.open_slot(at).is_some_and(|slot| slot.result.is_none() && slot.pending == Some(ticket));
+        let waits_on = |engine: &Self, at: At| engine.open_slot(at).is_some_and(|slot| !slot.sealed() && slot.pending == Some(ticket));
         match wait {
             Wait::Effects(_) => {}
             Wait::Call { at, plan, .. } if waits_on(self, at) => {
