@@ -69,6 +69,23 @@ function assertEveryCallFailed(results, ids) {
 }
 
 describe('an engine that fails anyway', () => {
+  it('tells a watcher of live turns each failed call\'s result and that the turn is done', async () => {
+    const child = await withFault('complete', 1, `
+      const gate = new ToolExecutor()
+      gate.register({ name: 'q', readOnly: true, handler: () => 'ran' })
+      const events = []
+      gate.watch((batch) => events.push(...batch))
+      const results = await gate.execute([{ id: 'a', name: 'q' }, { id: 'b', name: 'q' }])
+      await new Promise((resolve) => setImmediate(resolve))
+      console.log(JSON.stringify([results.map((r) => r.errorKind), events.filter((e) => e.type === 'result').map((e) => [e.index, e.result.errorKind]), events.filter((e) => e.type === 'done').length]))
+    `)
+    assert.equal(child.code, 0, child.stderr)
+    const [kinds, heard, done] = lastJsonLine(child.stdout)
+    assert.deepEqual(kinds, ['handler_error', 'handler_error'])
+    assert.deepEqual(heard, [[0, 'handler_error'], [1, 'handler_error']])
+    assert.equal(done, 1)
+  })
+
   it('answers every call of a turn the engine cannot begin', async () => {
     const child = await withFault('begin', 1, `
       const gate = new ToolExecutor()

@@ -141,3 +141,83 @@ describe('watching turns live', () => {
     await gate.close()
   })
 })
+
+describe('watchers that come late, share, keep, or misbehave', () => {
+  it('follows only turns begun while watched, each stage once, and nothing the calls met before', async () => {
+    const clock = manualClock()
+    const gate = gateOn(clock)
+    const before = gate.execute([{ id: 'a1', name: 'api', arguments: {} }, { id: 'a2', name: 'api', arguments: {} }])
+    await tick()
+    const events = []
+    const stop = gate.watch((batch) => events.push(...batch))
+    const during = gate.execute([{ id: 'l1', name: 'login', arguments: { user: 'ed' } }])
+    await until(clock, Promise.all([before, during]))
+    await tick()
+    stop()
+    const turns = new Set(events.map((e) => e.turn))
+    assert.equal(turns.size, 1, 'only the turn begun while watched')
+    assert.equal(events[0].type, 'turn')
+    const [result] = await during
+    const stations = events.filter((e) => e.type === 'station').map((e) => `${e.station}:${e.outcome}`)
+    assert.deepEqual(stations, [...result.metadata.stages, 'sealed:ok'])
+    await gate.close()
+  })
+
+  it('gives each watcher a frozen batch and copies of the results, and counts the same function twice as two watchers', async () => {
+    const gate = new ToolExecutor()
+    gate.register({ name: 'echo', parameters: { type: 'object', properties: { text: { type: 'string' } } }, handler: ({ text }) => text })
+    let tampered = 0
+    const heard = []
+    const listener = (batch) => {
+      heard.push(batch)
+      for (const event of batch) {
+        if (event.type !== 'result') continue
+        try {
+          event.result.output = 'TAMPERED'
+        } catch {
+          tampered += 1
+        }
+      }
+      try {
+        batch.length = 0
+      } catch {
+        // frozen
+      }
+    }
+    const stopFirst = gate.watch(listener)
+    const stopSecond = gate.watch(listener)
+    const [r] = await gate.execute([{ id: 'call_sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcd', name: 'echo', arguments: { text: 'hi' } }])
+    await tick()
+    assert.equal(r.output, 'hi', 'the caller\'s result is its own')
+    assert.equal(tampered, 2, 'each watcher\'s result is frozen')
+    const perTurn = heard.length
+    assert.equal(perTurn % 2, 0, 'each batch heard twice, once per subscription')
+    assert.ok(heard.every((batch) => batch.length > 0), 'the first watcher could not empty a batch for the second')
+    const all = heard.flat()
+    const callEvent = all.find((e) => e.type === 'call')
+    const resultEvent = all.find((e) => e.type === 'result')
+    assert.ok(!JSON.stringify(all).includes('sk-proj-AbCd'), 'the call id redacted everywhere it is shown')
+    assert.equal(resultEvent.result.callId, callEvent.callId)
+    stopFirst()
+    await gate.execute([{ name: 'echo', arguments: { text: 'again' } }])
+    await tick()
+    assert.equal(heard.length - perTurn, perTurn / 2, 'the second subscription of the same function still hears, once')
+    stopSecond()
+    await gate.close()
+  })
+
+  it('survives a watcher whose promise rejects', async () => {
+    const gate = new ToolExecutor()
+    gate.register({ name: 'echo', parameters: NO_ARGS, handler: () => 'hi' })
+    const warnings = []
+    const onWarning = (w) => warnings.push(w.message)
+    process.on('warning', onWarning)
+    gate.watch(async () => { throw new Error('socket closed') })
+    const [r] = await gate.execute([{ name: 'echo', arguments: {} }])
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    process.off('warning', onWarning)
+    assert.equal(r.output, 'hi')
+    assert.ok(warnings.some((w) => w.includes('socket closed')), warnings.join('\n'))
+    await gate.close()
+  })
+})

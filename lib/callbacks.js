@@ -47,10 +47,12 @@ function judgeValue(call, value) {
   }
 }
 
-/** A listener's exception must not reach the handler or the turn: it becomes a process warning. */
+/** A listener's exception, or its promise's rejection, must not reach the handler or the turn: it becomes a process
+ * warning. */
 function callListener(listener, payload, name) {
   try {
-    listener(payload)
+    const returned = listener(payload)
+    if (typeof returned?.then === 'function') Promise.resolve(returned).catch((err) => warn(`the ${name} listener rejected`, err))
   } catch (err) {
     warn(`the ${name} listener threw`, err)
   }

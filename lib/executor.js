@@ -590,8 +590,9 @@ class ToolExecutor {
     for (const turn of turns) {
       if (turn.onAbort) unlisten(turn.signal, turn.onAbort)
       // A streaming turn keeps the results it already handed on; only the calls still in the engine fail.
-      const failing = turn.streaming ? turn.streaming.untaken(turn.calls.length) : turn.calls.keys()
-      const failures = internalFailures(Array.from(failing, (i) => turn.calls[i]), bug)
+      const failing = Array.from(turn.streaming ? turn.streaming.untaken(turn.calls.length) : turn.calls.keys())
+      const failures = internalFailures(failing.map((i) => turn.calls[i]), bug)
+      if (this.#watchers.on) this.#watchersHear(turn.id, failing, failures)
       turn.resolve(turn.streaming ? turn.streaming.whole(turn.calls.length, failures) : failures)
     }
     this.#releaseIfIdle()
@@ -657,6 +658,12 @@ class ToolExecutor {
     }
   }
 
+  /** A turn's last results (those of the calls at `indices`, in that order), and that it is done, to its watchers. */
+  #watchersHear(turnId, indices, results) {
+    this.#watchers.results(this.#traceIdOf(turnId), indices, results)
+    this.#watchers.done(this.#traceIdOf(turnId))
+  }
+
   /** What the engine still holds of a streaming turn's results (those no step named as settled), in call order. */
   #untaken(turn) {
     const untaken = turn.streaming.untaken(turn.calls.length)
@@ -667,12 +674,12 @@ class ToolExecutor {
     const turn = this.#turns.get(turnId)
     if (turn === undefined) return
     // Read while the turn is still open: should reading fail, the guard finds it and answers it.
-    const untaken = turn.streaming?.untaken(turn.calls.length)
+    const watching = this.#watchers.on
+    const untaken = watching ? turn.streaming?.untaken(turn.calls.length) : undefined
     const results = turn.streaming ? turn.streaming.whole(turn.calls.length, this.#untaken(turn)) : readResults(this.#engine.finish(turnId), turn.sent, this.#stages)
-    if (this.#watchers.on) {
+    if (watching) {
       const indices = untaken ?? [...results.keys()]
-      this.#watchers.results(this.#traceIdOf(turnId), indices, indices.map((i) => results[i]))
-      this.#watchers.done(this.#traceIdOf(turnId))
+      this.#watchersHear(turnId, indices, indices.map((i) => results[i]))
     }
     this.#turns.delete(turnId)
     this.#releaseIfIdle()

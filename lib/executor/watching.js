@@ -11,11 +11,15 @@ const { callListener } = require('../callbacks.js')
 const { queueMicrotask } = require('../timers.js')
 
 class Watchers {
-  #listeners = new Set()
+  /** One entry per `watch()`: the same function watching twice is two watchers. */
+  #subscriptions = new Set()
   #engine
   #reporter
-  /** Events not yet handed to the listeners. */
+  /** Events not yet handed to the watchers. */
   #pending = []
+  /** The turns announced to the watchers (a turn begun before anyone watched is not followed), with each call's id
+   * as its `call` event showed it. */
+  #turns = new Map()
 
   /** `reporter`: shows a call's id and arguments as a trace does (redacted, capped). */
   constructor({ engine, reporter }) {
@@ -24,54 +28,70 @@ class Watchers {
   }
 
   get on() {
-    return this.#listeners.size > 0
+    return this.#subscriptions.size > 0
   }
 
-  /** Adds a listener; returns what removes it. The engine reports stations only while someone listens. */
+  /** Adds a watcher; returns what removes it. The engine reports stations only while someone watches. */
   add(listener) {
     if (typeof listener !== 'function') throw new TypeError('watch(listener): listener must be a function (events) => void')
-    this.#listeners.add(listener)
+    const subscription = { listener }
+    this.#subscriptions.add(subscription)
     this.#engine.observe(true)
     return () => {
-      if (!this.#listeners.delete(listener) || this.#listeners.size > 0) return
+      if (!this.#subscriptions.delete(subscription) || this.#subscriptions.size > 0) return
       this.#engine.observe(false)
+      this.#turns.clear()
     }
   }
 
+  /** An event of an announced turn, queued for the next batch. */
   #emit(event) {
+    if (!this.#turns.has(event.turn)) return
     this.#pending.push(event)
     if (this.#pending.length > 1) return
     queueMicrotask(() => {
-      const events = this.#pending
+      // One array for every watcher, frozen: none can take events from the others.
+      const events = Object.freeze(this.#pending)
       this.#pending = []
-      for (const listener of this.#listeners) callListener(listener, events, 'watch')
+      for (const { listener } of this.#subscriptions) callListener(listener, events, 'watch')
     })
   }
 
   /** A turn began, with its calls so far (a streaming turn's come later, one `call` each). */
   turn(turn, traceId) {
+    this.#turns.set(traceId, [])
     this.#emit({ type: 'turn', turn: traceId, at: Date.now(), streaming: turn.streaming !== undefined })
     this.calls(turn.calls, 0, traceId)
   }
 
   /** Calls from `first` on, each with its id, name and arguments as a trace shows them. */
   calls(calls, first, traceId) {
-    if (calls.length === first) return
+    const ids = this.#turns.get(traceId)
+    if (ids === undefined || calls.length === first) return
     const added = calls.slice(first)
-    const shown = this.#reporter.shown(added.flatMap((call) => [idOf(call), argumentsOf(call)]))
+    const shown = this.#shown(added.flatMap((call) => [idOf(call), argumentsOf(call)]))
     added.forEach((call, i) => {
+      ids[first + i] = shown[2 * i]
       this.#emit({ type: 'call', turn: traceId, index: first + i, callId: shown[2 * i], name: nameOf(call), args: shown[2 * i + 1] })
     })
   }
 
-  /** What a step says that a watcher shows: handlers started, questions put to the application, stations met. */
+  /** Values as a trace shows them; should that fail, placeholders: watching never ends a turn. */
+  #shown(list) {
+    try {
+      return this.#reporter.shown(list)
+    } catch {
+      return list.map(() => '(not shown)')
+    }
+  }
+
+  /** The stations a step says calls met. */
   step(step, traceIdOf) {
-    if (step.marks) {
-      for (const record of step.marks) {
-        const { turn, index, mark, ms } = readLiveMark(record)
-        const colon = mark.indexOf(':')
-        this.#emit({ type: 'station', turn: traceIdOf(turn), index, station: mark.slice(0, colon), outcome: mark.slice(colon + 1), ms })
-      }
+    if (!step.marks) return
+    for (const record of step.marks) {
+      const { turn, index, mark, ms } = readLiveMark(record)
+      const colon = mark.indexOf(':')
+      this.#emit({ type: 'station', turn: traceIdOf(turn), index, station: mark.slice(0, colon), outcome: mark.slice(colon + 1), ms })
     }
   }
 
@@ -85,13 +105,20 @@ class Watchers {
     this.#emit({ type: 'ask', turn: traceIdOf(turn), index, kind, at: Date.now() })
   }
 
-  /** Results handed on: a streaming turn's as they settle, a whole turn's at its end. */
+  /** Results handed on: a streaming turn's as they settle, a whole turn's at its end. Each watcher gets a copy of
+   * its own, with the call's id as its `call` event showed it: the caller's results stay the caller's. */
   results(traceId, indices, results) {
-    indices.forEach((index, i) => this.#emit({ type: 'result', turn: traceId, index, result: results[i] }))
+    const ids = this.#turns.get(traceId)
+    if (ids === undefined) return
+    indices.forEach((index, i) => {
+      const result = Object.freeze({ ...structuredClone(results[i]), callId: ids[index] ?? results[i].callId })
+      this.#emit({ type: 'result', turn: traceId, index, result })
+    })
   }
 
   done(traceId) {
     this.#emit({ type: 'done', turn: traceId, at: Date.now() })
+    this.#turns.delete(traceId)
   }
 }
 
