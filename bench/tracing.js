@@ -1,7 +1,7 @@
 'use strict'
 // What observability costs per call: the same turns of trivial calls with nothing on, with stage timings only,
 // with trace events to a listener, with audit records to a JSONL file as well, with OpenTelemetry spans to an
-// in-memory exporter, and with every turn (or a tenth of them) recorded for replay. Run by hand after `npm run
+// in-memory exporter, with every turn (or a tenth of them) recorded for replay, and watched live (`watch`). Run by hand after `npm run
 // build`: node bench/tracing.js [samples] [output bytes]; with output bytes, each handler returns an object of about
 // that size (a realistic call) instead of a number. The contenders run interleaved in one process, so their
 // differences hold on a noisy machine.
@@ -20,6 +20,7 @@ const OUTPUT_BYTES = Number(process.argv[3] ?? 0)
 const ROW = { id: 0, title: 'A result row with a title', url: 'https://example.com/a/result', snippet: 'Some words of the page.' }
 const output = (n) => (OUTPUT_BYTES === 0 ? n + 1 : { n, rows: Array.from({ length: Math.max(1, Math.round(OUTPUT_BYTES / JSON.stringify(ROW).length)) }, (_, id) => ({ ...ROW, id })) })
 let recorded = 0
+let heard = 0
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolgate-tracing-'))
 const exporter = new InMemorySpanExporter()
@@ -41,6 +42,13 @@ const contenders = {
   'every turn recorded to a JSONL file': gateWith({ record: { to: path.join(dir, 'turns.jsonl'), maxBytes: 256 * 1024 * 1024 } }),
   'every turn recorded to a function': gateWith({ record: { to: () => { recorded += 1 } } }),
   'a tenth of turns recorded (sample: 0.1)': gateWith({ record: { to: path.join(dir, 'sampled.jsonl'), sample: 0.1 } }),
+  'watched live (gate.watch)': watched(gateWith({})),
+}
+
+/** A gate with a watcher that counts what it hears. */
+function watched(gate) {
+  gate.watch((batch) => { heard += batch.length })
+  return gate
 }
 
 const calls = Array.from({ length: BATCH }, (_, i) => ({ type: 'function_call', call_id: `c${i}`, name: 'inc', arguments: `{"n":${i}}` }))
@@ -81,7 +89,7 @@ async function main() {
     const wall = median(r.wall)
     console.log(`| ${name} | ${wall.toFixed(2)} | ${median(r.cpu).toFixed(2)} | ${(wall - base).toFixed(2)} |`)
   }
-  if (events === 0 || recorded === 0) throw new Error('no trace events or recorded turns were delivered: the figures would be wrong')
+  if (events === 0 || recorded === 0 || heard === 0) throw new Error('no trace events, recorded turns or live events were delivered: the figures would be wrong')
 }
 
 main()
