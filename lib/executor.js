@@ -265,8 +265,7 @@ class ToolExecutor {
     return this.#watchers.add(listener)
   }
 
-  /** A turn as trace events and watchers name it. */
-  #traceIdOf = (turnId) => `${this.#engine.id}-${turnId}`
+  #traceIdOf = (turnId) => this.#reporter.traceId(turnId)
 
   /** How many handlers are running now, across all turns. */
   get running() {
@@ -664,9 +663,9 @@ class ToolExecutor {
     this.#watchers.done(this.#traceIdOf(turnId))
   }
 
-  /** What the engine still holds of a streaming turn's results (those no step named as settled), in call order. */
-  #untaken(turn) {
-    const untaken = turn.streaming.untaken(turn.calls.length)
+  /** What the engine still holds of a streaming turn's results (those at `untaken`: no step named them settled), in
+   * call order. */
+  #untaken(turn, untaken) {
     return readResults(this.#engine.finish(turn.id), untaken.map((i) => turn.sent[i]), this.#stages)
   }
 
@@ -674,10 +673,9 @@ class ToolExecutor {
     const turn = this.#turns.get(turnId)
     if (turn === undefined) return
     // Read while the turn is still open: should reading fail, the guard finds it and answers it.
-    const watching = this.#watchers.on
-    const untaken = watching ? turn.streaming?.untaken(turn.calls.length) : undefined
-    const results = turn.streaming ? turn.streaming.whole(turn.calls.length, this.#untaken(turn)) : readResults(this.#engine.finish(turnId), turn.sent, this.#stages)
-    if (watching) {
+    const untaken = turn.streaming?.untaken(turn.calls.length)
+    const results = turn.streaming ? turn.streaming.whole(turn.calls.length, this.#untaken(turn, untaken)) : readResults(this.#engine.finish(turnId), turn.sent, this.#stages)
+    if (this.#watchers.on) {
       const indices = untaken ?? [...results.keys()]
       this.#watchersHear(turnId, indices, indices.map((i) => results[i]))
     }

@@ -171,16 +171,23 @@ function readIds(call) {
   return { fields, nested, threw }
 }
 
+/** A call's id and tool name as sent, read as the engine reads them: the call's own fields before its nest's, ids in
+ * the engine's order, MCP's progress token when it has no id. Either is undefined when the call has none. */
+function sentIds(call) {
+  const { fields, nested } = readIds(call)
+  const pick = (keys) => keys.map((k) => fields[k] || nested[k]).find(Boolean)
+  const token = fields._meta?.progressToken
+  return { callId: pick(ID_FIELDS) ?? (token === undefined ? undefined : String(token)), name: pick(NAME_FIELDS) }
+}
+
 /** One error result per call, for a turn the engine failed on as a whole (a bug: see `#guard` in executor.js). */
 function internalFailures(calls, bug) {
   const error = `toolgate failed while running this turn (an internal error: ${clip(bug)}). This is a bug in toolgate, not in the call; report it.`
   return Array.from(calls, (call) => {
-    const { fields, nested } = readIds(call)
-    const pick = (keys) => keys.map((k) => fields[k] || nested[k]).find(Boolean)
-    const token = fields._meta?.progressToken
+    const { callId, name } = sentIds(call)
     return {
-      callId: pick(ID_FIELDS) ?? (token === undefined ? undefined : String(token)) ?? `call_${Math.random().toString(36).slice(2, 18)}`,
-      name: pick(NAME_FIELDS) ?? '',
+      callId: callId ?? `call_${Math.random().toString(36).slice(2, 18)}`,
+      name: name ?? '',
       success: false,
       output: `Error (handler_error): ${error}`,
       error,
@@ -206,4 +213,4 @@ function serializeCall(call) {
   }
 }
 
-module.exports = { argumentsOf, nestOf, internalFailures, programmerError, policyJson, readResults, serializeCalls }
+module.exports = { argumentsOf, internalFailures, programmerError, policyJson, readResults, sentIds, serializeCalls }

@@ -31,6 +31,11 @@ class Reporter {
     this.#emitTrace(event)
   }
 
+  /** A turn as trace events, audit records and watchers name it. */
+  traceId(turnId) {
+    return `${this.#engine.id}-${turnId}`
+  }
+
   /** Recording turns failed (`record` option): said once, with why. */
   recordFailed(error) {
     this.#emitTrace({ type: 'record_failed', error, at: Date.now() })
@@ -109,7 +114,7 @@ class Reporter {
    * on a later turn of the event loop, so that a slow listener never holds the pipeline. */
   #report(turn, results) {
     const { onTrace, auditSink, onRecord, otel, tracer } = this.#observers
-    const traceId = `${this.#engine.id}-${turn.id}`
+    const traceId = this.traceId(turn.id)
     const recorded = auditSink || onRecord || onTrace
     const spans = turn.span?.isRecording()
     // A model may put a secret in a call's id as in its arguments: both as an observer may see them, in one crossing.

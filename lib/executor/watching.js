@@ -5,7 +5,7 @@
 // application, and the results. Nothing of it is done while nobody watches; a listener hears a step's events in one
 // batch, on a later microtask, so that it never holds the pipeline.
 
-const { argumentsOf, nestOf } = require('../engine/wire.js')
+const { argumentsOf, sentIds } = require('../engine/wire.js')
 const { readLiveMark } = require('../engine/wire.generated.js')
 const { callListener } = require('../callbacks.js')
 const { queueMicrotask } = require('../timers.js')
@@ -69,10 +69,11 @@ class Watchers {
     const ids = this.#turns.get(traceId)
     if (ids === undefined || calls.length === first) return
     const added = calls.slice(first)
-    const shown = this.#shown(added.flatMap((call) => [idOf(call), argumentsOf(call)]))
-    added.forEach((call, i) => {
+    const sent = added.map(sentIds)
+    const shown = this.#shown(added.flatMap((call, i) => [sent[i].callId, argumentsOf(call)]))
+    sent.forEach(({ name }, i) => {
       ids[first + i] = shown[2 * i]
-      this.#emit({ type: 'call', turn: traceId, index: first + i, callId: shown[2 * i], name: nameOf(call), args: shown[2 * i + 1] })
+      this.#emit({ type: 'call', turn: traceId, index: first + i, callId: shown[2 * i], name, args: shown[2 * i + 1] })
     })
   }
 
@@ -120,28 +121,6 @@ class Watchers {
     this.#emit({ type: 'done', turn: traceId, at: Date.now() })
     this.#turns.delete(traceId)
   }
-}
-
-/** A call's id and tool name as sent (the engine reads them the same way: the call's own, else its nest's). */
-function idOf(call) {
-  return field(call, ['id', 'call_id', 'toolCallId', 'toolUseId'])
-}
-
-function nameOf(call) {
-  return field(call, ['name', 'toolName'])
-}
-
-function field(call, keys) {
-  try {
-    const nest = nestOf(call)
-    for (const key of keys) {
-      const value = call?.[key] ?? nest?.[key]
-      if (typeof value === 'string') return value
-    }
-  } catch {
-    // A call whose fields cannot be read shows none.
-  }
-  return undefined
 }
 
 module.exports = { Watchers }
