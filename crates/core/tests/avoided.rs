@@ -4,7 +4,7 @@ mod common;
 
 use common::*;
 use serde_json::json;
-use toolgate_core::{ErrorKind, Outcome, Policy, TurnOptions};
+use toolgate_core::{ErrorKind, HostAnswer, Outcome, Policy, TurnOptions};
 
 fn starts(h: &Host) -> usize {
     h.log.iter().filter(|(e, _)| *e == "start").count()
@@ -250,6 +250,50 @@ fn a_call_that_joined_an_ended_flight_joins_the_current_one_instead_of_replacing
             assert!(h.results(turn).iter().all(|r| r.success), "turn {turn} answered");
         }
         assert_eq!(h.log.iter().filter(|(e, n)| *e == "start" && n == "x").count(), 2);
+    });
+}
+
+#[test]
+fn an_observing_host_hears_an_approval_a_joined_flight_and_a_retry_as_they_begin() {
+    for_each_store(|stores| {
+        let mut h = Host::on(stores, json!({}));
+        h.answer = None;
+        h.tool(json!({"name": "pay", "needsApproval": true, "check": true, "schemaCheck": true,
+            "validationSchema": {"type": "object"}}), text("paid"));
+        h.tool(json!({"name": "get", "idempotent": true, "readOnly": true}), Behaviour::Hang);
+        h.tool_script(json!({"name": "flaky", "readOnly": true, "idempotent": true, "retry": {"maxRetries": 1, "initialDelayMs": 1000}}), vec![
+            Behaviour::Return(Outcome::Thrown(json!({"message": "down", "retryable": true}).to_string())),
+            text("up"),
+        ]);
+        h.engine.observe(true);
+        let turn = h.begin(json!([{"id": "g1", "name": "get"}, {"id": "g2", "name": "get"}, {"id": "f", "name": "flaky"}, {"id": "p", "name": "pay"}]), Policy::default());
+        let heard = |h: &Host, index: u32| h.marks.iter().filter(|m| m.0 == turn && m.1 == index).map(|m| m.2.clone()).collect::<Vec<_>>();
+        let answer = |h: &mut Host, json: &str| {
+            let request = h.requests.remove(0);
+            let step = h.engine.answer(request.ticket, HostAnswer::from_json(json).unwrap(), h.now);
+            h.apply(step);
+        };
+        answer(&mut h, "{}");
+        assert!(heard(&h, 3).contains(&"schema:ok".to_string()), "the schema's answer is heard as it comes: {:?}", heard(&h, 3));
+        answer(&mut h, "{}");
+        assert!(heard(&h, 3).contains(&"permission:asked".to_string()), "the approval is heard as it is asked: {:?}", heard(&h, 3));
+        assert!(heard(&h, 1).contains(&"cache:joined".to_string()), "the identical call is heard joining: {:?}", heard(&h, 1));
+        assert!(heard(&h, 2).contains(&"retry:scheduled".to_string()), "the retry is heard as it is scheduled: {:?}", heard(&h, 2));
+        assert!(!h.marks.iter().any(|m| m.2.starts_with("sealed:")), "nothing is sealed yet: {:?}", h.marks);
+        answer(&mut h, r#"{"decision":"approve"}"#);
+        assert!(heard(&h, 3).contains(&"approval:approved".to_string()), "the answer is heard: {:?}", heard(&h, 3));
+        h.advance_clock(1000);
+        let run = h.run_of("get");
+        h.running.remove(&run);
+        let step = h.engine.complete(run, Outcome::Text("got".into()), h.now);
+        h.apply(step);
+        let results = h.results(turn);
+        for (index, result) in results.iter().enumerate() {
+            assert!(result.success, "{result:?}");
+            let marks = heard(&h, index as u32);
+            let stages: Vec<String> = result.metadata.stages.iter().map(|m| format!("{}:{}", m.station, m.outcome)).collect();
+            assert_eq!(marks[..marks.len() - 1], stages[..], "every stage the result shows was heard once, in order");
+        }
     });
 }
 

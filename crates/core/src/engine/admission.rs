@@ -231,6 +231,7 @@ impl Engine {
 
     /// The call's slot, at its place in the turn (replacing what a bug left there).
     fn place(&mut self, at: At, slot: Box<Slot>) {
+        self.watch.met(at);
         let slots = &mut self.turn_mut(at).slots;
         match slots.get_mut(at.index) {
             Some(left) => *left = slot,
@@ -341,6 +342,7 @@ impl Engine {
         let Some(turn) = self.turns.get_mut(&at.turn) else { return };
         let session = turn.policy.fields.get("sessionId").cloned();
         let slot = &mut turn.slots[at.index];
+        self.watch.met(at);
         // An answer for a call already answered (or for another request of it) changes nothing.
         if slot.sealed() || slot.pending != Some(ticket) {
             return;
@@ -490,6 +492,7 @@ impl Engine {
     /// is asked (as it is when the store failed, unless sessions fail closed).
     pub(super) fn remembered_answer(&mut self, at: At, by: String, reason: Option<String>, reply: &Reply, now: Instant, step: &mut Step) {
         let on_error = self.on_error();
+        self.watch.met(at);
         let turn = self.turn_mut(at);
         let session = turn.policy.fields.get("sessionId").cloned().unwrap_or_default();
         let slot = &mut turn.slots[at.index];

@@ -254,6 +254,7 @@ impl Engine {
     }
 
     pub(super) fn slot_mut(&mut self, at: At) -> &mut Slot {
+        self.watch.met(at);
         self.turns.slot_mut(at)
     }
 
@@ -281,6 +282,7 @@ impl Engine {
     }
 
     pub(super) fn put_back(&mut self, at: At, slot: Box<Slot>) {
+        self.watch.met(at);
         self.stand_in = Some(std::mem::replace(&mut self.turn_mut(at).slots[at.index], slot));
     }
 }

@@ -100,7 +100,7 @@ pub struct Engine {
     /// Where retry backoffs draw their jitter.
     jitter: fastrand::Rng,
     /// The host watches turns live: each step says which stations calls met (`Step::marks`).
-    observed: bool,
+    watch: Watch,
     /// Consecutive rollback flags per session (`sessionId`; "" without one).
     rollbacks: Bounded<String, u32>,
     /// The executor's permission rules and mode, under every context's.
@@ -132,6 +132,24 @@ pub struct Engine {
     key: String,
     /// What stands in a slot's place while it is lifted out of its turn (see `lift`).
     stand_in: Option<Box<call::Slot>>,
+}
+
+/// While the host watches turns live, the calls that met a station since it was last told, to tell it of.
+#[derive(Default)]
+struct Watch {
+    on: bool,
+    met: Vec<At>,
+}
+
+impl Watch {
+    /// The call at `at` met a station (or may have): the step reports what it met. A call found through
+    /// `slot_mut`, `place` or `put_back` is noted there; a room that reaches a slot otherwise and leaves the call open
+    /// notes it itself. A call sealed is reported as it is sealed.
+    fn met(&mut self, at: At) {
+        if self.on {
+            self.met.push(at);
+        }
+    }
 }
 
 pub(super) fn mark(station: &'static str, outcome: &'static str) -> StationMark {
@@ -194,7 +212,7 @@ impl Engine {
             remembered: Bounded::new(REMEMBERED_APPROVALS),
             shaper: Arc::new(shaper),
             jitter: fastrand::Rng::new(),
-            observed: false,
+            watch: Watch::default(),
             store,
             flights: HashMap::new(),
             flight_waiters: FxHashMap::default(),
@@ -386,7 +404,7 @@ impl Engine {
         }
         turn.open += runnable.len();
         turn.schedule.extend(runnable.iter().copied());
-        let (observed, begun) = (self.observed, turn.begun);
+        let (observed, begun) = (self.watch.on, turn.begun);
         let sealing = Sealing { note: self.options.repair.note, trace: self.options.trace, begun: turn.begun, begun_epoch_ms: turn.begun_epoch_ms, shaper: &self.shaper };
         for (index, slot) in turn.slots.iter_mut().enumerate().skip(first) {
             if let Some(mut result) = slot.result.take() {
@@ -443,11 +461,12 @@ impl Engine {
             }
             self.dirty.extend(std::mem::take(&mut self.held_back));
         }
-        if self.observed {
-            for (&turn_id, turn) in self.turns.iter_mut() {
+        // Only the calls reached since the last step: the open ones may be thousands.
+        for at in self.watch.met.drain(..) {
+            if let Some(turn) = self.turns.get_mut(&at.turn) {
                 let begun = turn.begun;
-                for (index, slot) in turn.slots.iter_mut().enumerate() {
-                    report_marks(turn_id, index, slot, begun, step);
+                if let Some(slot) = turn.slots.get_mut(at.index) {
+                    report_marks(at.turn, at.index, slot, begun, step);
                 }
             }
         }
@@ -607,7 +626,7 @@ impl Engine {
     /// Whether each step reports the stations calls met since the last (`Step::marks`), for a host that watches turns
     /// live. Off, nothing of it is done.
     pub fn observe(&mut self, on: bool) {
-        if on && !self.observed {
+        if on && !self.watch.on {
             // What calls met before is not news: only what they meet from now on is reported.
             for turn in self.turns.values_mut() {
                 for slot in &mut turn.slots {
@@ -615,7 +634,8 @@ impl Engine {
                 }
             }
         }
-        self.observed = on;
+        self.watch.on = on;
+        self.watch.met.clear();
     }
 
     /// Backoff jitter drawn from a fixed seed: on a clock a test moves, the same turn waits the same every run, and a

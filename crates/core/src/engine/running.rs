@@ -249,6 +249,7 @@ impl Engine {
                     retry_in_ms: millis(wait),
                 });
                 slot.marks.push(mark("retry", "scheduled"));
+                self.watch.met(at);
                 slot.backoff = Some(Box::new((due, *result)));
                 slot.run = None;
                 self.renew_lease(at, wait, now);

@@ -273,7 +273,7 @@ impl Engine {
             self.note_store(&mut result, why);
         }
         self.count_rollback(at, &mut result, now);
-        let observed = self.observed;
+        let observed = self.watch.on;
         let Some(turn) = self.turns.get_mut(&at.turn) else { return };
         let sealing = Sealing { note: self.options.repair.note, trace: self.options.trace, begun: turn.begun, begun_epoch_ms: turn.begun_epoch_ms, shaper: &self.shaper };
         let slot = &mut turn.slots[at.index];
