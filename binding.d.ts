@@ -107,6 +107,11 @@ export declare class Engine {
   noteLateSettlement(tool: string): void
   /** The engine's counters as JSON, per tool and in total. */
   counters(): string
+  /**
+   * What the gate holds now as JSON: breakers, and the memory store's cache, buckets and budget counters (at
+   * most `limit` of each list).
+   */
+  inspect(limit: number): string
   /** Forgets cached results of `tool`, or only those for the arguments in `args_json`; returns how many. */
   invalidate(tool: string, argsJson?: string | undefined | null): number
   clearCache(): void

@@ -399,6 +399,13 @@ impl Engine {
         self.inner.counters(self.now()).to_string()
     }
 
+    /// What the gate holds now as JSON: breakers, and the memory store's cache, buckets and budget counters (at
+    /// most `limit` of each list).
+    #[napi(catch_unwind)]
+    pub fn inspect(&self, limit: u32) -> String {
+        self.inner.inspect(self.now(), limit as usize).to_string()
+    }
+
     /// Forgets cached results of `tool`, or only those for the arguments in `args_json`; returns how many.
     #[napi(catch_unwind)]
     pub fn invalidate(&mut self, tool: String, args_json: Option<String>) -> Result<u32> {

@@ -165,6 +165,17 @@ pub struct Transition {
     pub failures: Option<u32>,
 }
 
+/// A breaker as `inspect()` shows it: its window's counts while closed, the wait before a trial while open.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BreakerView {
+    pub state: &'static str,
+    pub calls: u32,
+    pub failures: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub half_open_in_ms: Option<u64>,
+}
+
 /// One tool's breaker in the memory store. Times are ms on the store's clock.
 #[derive(Debug, Clone)]
 pub struct BreakerState {
@@ -189,6 +200,25 @@ impl Default for BreakerState {
 impl BreakerState {
     pub fn phase(&self) -> Phase {
         self.phase
+    }
+
+    /// The calls and failures counted in the window that ends with `slice`.
+    fn window(&self, slice: u64) -> (u32, u32) {
+        let (successes, failures) = self
+            .slices
+            .iter()
+            .filter(|(n, ..)| *n <= slice && slice - *n < SLICES as u64)
+            .fold((0u32, 0u32), |(s, f), (_, ok, failed)| (s + ok, f + failed));
+        (successes + failures, failures)
+    }
+
+    /// The breaker as the next call would find it, for a page that shows it: its phase, what its window counts
+    /// now, and how long until an opening lets a trial through.
+    pub fn view(&self, config: &BreakerConfig, now_ms: u64) -> BreakerView {
+        let (calls, failures) = if self.phase == Phase::Closed { self.window(now_ms / config.slice_ms()) } else { (0, 0) };
+        let phase = self.phase_at(now_ms);
+        let half_open_in_ms = (phase == Phase::Open).then(|| self.until_ms - now_ms);
+        BreakerView { state: phase.as_str(), calls, failures, half_open_in_ms }
     }
 
     /// The phase as the next call would find it: an opening whose time is up is half-open.
@@ -243,12 +273,7 @@ impl BreakerState {
                 }
                 // Judged after every counted outcome, a success too: the call that brings the window to minCalls
                 // may be a success, and the failures before it have reached the rate all the same.
-                let (successes, failures) = self
-                    .slices
-                    .iter()
-                    .filter(|(n, ..)| *n <= slice && slice - *n < SLICES as u64)
-                    .fold((0u32, 0u32), |(s, f), (_, ok, failed)| (s + ok, f + failed));
-                let calls = successes + failures;
+                let (calls, failures) = self.window(slice);
                 if calls < config.min_calls || f64::from(failures) < config.failure_rate * f64::from(calls) {
                     return None;
                 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rustc_hash::FxHashMap;
+use serde::Serialize;
 
 use crate::bounded::Bounded;
 use crate::breaker::{Admission, BreakerConfig, BreakerState, Outcome};
@@ -53,6 +54,9 @@ pub trait Store: Send {
     fn spend(&mut self, key: &str, amount: f64, limit: f64, window: Option<Duration>, ttl: Duration, now: Instant) -> Spend;
     /// Gives back what a call spent that never ran (in the window it spent in).
     fn unspend(&mut self, key: &str, amount: f64, window: u64);
+    /// What the store holds now, for a page that shows it: at most `limit` buckets and budget counters, the most
+    /// used first.
+    fn view(&self, now: Instant, limit: usize) -> StoreView;
 
     /// Answers one of the stations' operations from this store's state, as the shared store's script for it does.
     /// Approvals and rollbacks given for a session, and leases, are for other processes to see: the engine keeps its
@@ -152,6 +156,42 @@ pub enum Spend {
     Over { used: f64, resets_in: Option<Duration> },
 }
 
+/// What the memory store holds, as `inspect()` shows it. Keys as the stations made them (tool, holder, values).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoreView {
+    pub cache_entries: usize,
+    pub cache_bytes: usize,
+    pub max_cache_entries: usize,
+    pub max_cache_bytes: usize,
+    /// Sessions whose repeated queries are counted.
+    pub sessions: usize,
+    /// Buckets not full again yet, the emptiest first (of `bucket_count`).
+    pub buckets: Vec<BucketView>,
+    pub bucket_count: usize,
+    /// Budget counters, the most used first (of `budget_count`).
+    pub budgets: Vec<BudgetView>,
+    pub budget_count: usize,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BucketView {
+    pub key: String,
+    /// Tokens left when it was last taken from.
+    pub tokens: f64,
+    pub full_in_ms: u64,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetView {
+    pub key: String,
+    pub used: f64,
+    /// When the counter goes (a window's end, or its time to live after the last spending).
+    pub expires_in_ms: u64,
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct MemoryLimits {
     pub max_entries: usize,
@@ -248,6 +288,37 @@ impl MemoryStore {
 }
 
 impl Store for MemoryStore {
+    fn view(&self, now: Instant, limit: usize) -> StoreView {
+        let left = |at: Instant| at.saturating_duration_since(now).as_millis() as u64;
+        let mut buckets: Vec<BucketView> = self
+            .buckets
+            .iter()
+            .filter(|(_, b)| b.full_at > now)
+            .map(|(key, b)| BucketView { key: key.clone(), tokens: b.tokens, full_in_ms: left(b.full_at) })
+            .collect();
+        buckets.sort_by(|a, b| a.tokens.total_cmp(&b.tokens));
+        buckets.truncate(limit);
+        let mut budgets: Vec<BudgetView> = self
+            .budgets
+            .iter()
+            .filter(|(_, c)| c.expires > now)
+            .map(|(key, c)| BudgetView { key: key.clone(), used: c.used, expires_in_ms: left(c.expires) })
+            .collect();
+        budgets.sort_by(|a, b| b.used.total_cmp(&a.used));
+        budgets.truncate(limit);
+        StoreView {
+            cache_entries: self.cache.len(),
+            cache_bytes: self.bytes,
+            max_cache_entries: self.limits.max_entries,
+            max_cache_bytes: self.limits.max_bytes,
+            sessions: self.namespaces.len(),
+            bucket_count: self.buckets.len(),
+            buckets,
+            budget_count: self.budgets.len(),
+            budgets,
+        }
+    }
+
     fn get(&mut self, key: &str, now: Instant) -> Option<Arc<str>> {
         match self.cache.get(key) {
             Some(c) if c.expires > now => Some(c.value.clone()),

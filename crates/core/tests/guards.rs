@@ -369,3 +369,54 @@ fn a_tool_registered_again_is_held_to_its_new_budget() {
         assert_eq!(kinds(&one_by_one(&mut h, "api", 3, &session("s"))), [None, None, Some(ErrorKind::BudgetExceeded)], "1 of 3 used before");
     });
 }
+
+#[test]
+fn inspect_shows_each_breaker_and_what_the_memory_store_holds_with_keys_redacted() {
+    for_each_store(|stores| {
+        let mut h = breaker_host(stores);
+        h.tool(json!({"name": "api", "readOnly": true, "rateLimit": {"limit": "2/min", "key": "userId"}}), text("ok"));
+        let user = |id: &str| {
+            let mut p = session("s");
+            p.fields.insert("userId".into(), id.into());
+            p.budget = Some(serde_json::from_value(json!({"maxCalls": 5, "by": "userId"})).unwrap());
+            p
+        };
+        let first = one_by_one(&mut h, "flaky", 4, &Policy::default());
+        assert_eq!(first.iter().filter(|r| !r.success).count(), 3);
+        let view = h.engine.inspect(h.now, 10);
+        match stores {
+            Stores::Memory => assert_eq!(view["breakers"]["flaky"], json!({"state": "closed", "calls": 4, "failures": 3}), "its window's counts"),
+            Stores::Shared => assert_eq!(view["breakers"]["flaky"], json!({"state": "closed", "calls": 0, "failures": 0}), "as last heard"),
+        }
+        one_by_one(&mut h, "flaky", 1, &Policy::default());
+        h.advance_clock(400);
+        assert_eq!(h.engine.inspect(h.now, 10)["breakers"]["flaky"]["state"], "open");
+        assert_eq!(h.engine.inspect(h.now, 10)["breakers"]["flaky"]["halfOpenInMs"], 600, "the wait before a trial");
+        h.advance_clock(600);
+        assert_eq!(h.engine.inspect(h.now, 10)["breakers"]["flaky"], json!({"state": "half_open", "calls": 0, "failures": 0}));
+        let secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+        let turn = h.begin(json!([{"name": "api"}]), user(secret));
+        assert!(h.results(turn)[0].success);
+        let turn = h.begin(json!([{"name": "api"}, {"name": "api"}]), user("bo"));
+        assert!(h.results(turn).iter().all(|r| r.success));
+        let view = h.engine.inspect(h.now, 1);
+        let text = view.to_string();
+        assert!(!text.contains(secret), "keys are redacted: {text}");
+        match stores {
+            Stores::Memory => {
+                assert_eq!(view["store"], "memory");
+                let memory = &view["memory"];
+                assert_eq!((memory["bucketCount"].as_u64(), memory["budgetCount"].as_u64()), (Some(2), Some(2)), "{memory}");
+                assert_eq!(memory["buckets"].as_array().unwrap().len(), 1, "at most the limit");
+                assert_eq!(memory["buckets"][0]["tokens"], 0.0, "the emptiest first: bo's");
+                assert!(memory["buckets"][0]["key"].as_str().unwrap().contains("bo"), "{memory}");
+                assert_eq!(memory["budgets"][0]["used"], 2.0, "the most used first");
+                assert!(memory["budgets"][0]["expiresInMs"].as_u64().unwrap() > 0);
+            }
+            Stores::Shared => {
+                assert_eq!(view["store"], "shared");
+                assert!(view.get("memory").is_none(), "a shared store keeps its own");
+            }
+        }
+    });
+}

@@ -6,6 +6,8 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::breaker::{BreakerView, Phase};
+use crate::keys::SEP;
 use crate::result::ToolResult;
 use crate::metrics::CallMetrics;
 
@@ -110,6 +112,40 @@ impl Engine {
             stats["store"] = store;
         }
         stats
+    }
+}
+
+impl Engine {
+    /// What the gate holds now, for a page that shows its health: each tool's breaker (with the memory store, its
+    /// window's counts or its wait; with a shared store, as this process last heard it), and the memory store's
+    /// cache, sessions, buckets and budget counters, at most `limit` of each list (a shared store keeps its own).
+    /// Keys hold what the calls held (holders, argument values): they are redacted as a trace's values are.
+    pub fn inspect(&self, now: Instant, limit: usize) -> Value {
+        let now_ms = self.store.clock().ms(now);
+        let mut breakers = serde_json::Map::new();
+        for tool in self.registry.iter() {
+            let Some(config) = &tool.breaker else { continue };
+            let name = &tool.spec.name;
+            let view = match &self.shared {
+                None => self.store.peek_breaker(name).cloned().unwrap_or_default().view(config, now_ms),
+                Some(_) => {
+                    let (phase, until) = self.breaker_views.get(name).copied().unwrap_or((Phase::Closed, now));
+                    let waits = until.saturating_duration_since(now).as_millis() as u64;
+                    let phase = if phase == Phase::Open && waits == 0 { Phase::HalfOpen } else { phase };
+                    BreakerView { state: phase.as_str(), calls: 0, failures: 0, half_open_in_ms: (phase == Phase::Open).then_some(waits) }
+                }
+            };
+            breakers.insert(name.clone(), serde_json::to_value(view).expect("a view serializes"));
+        }
+        let mut view = serde_json::json!({ "store": if self.shared.is_some() { "shared" } else { "memory" }, "breakers": breakers });
+        if self.shared.is_none() {
+            let mut memory = self.store.view(now, limit);
+            for key in memory.buckets.iter_mut().map(|b| &mut b.key).chain(memory.budgets.iter_mut().map(|b| &mut b.key)) {
+                *key = self.shaper.redact_text(&key.replace(SEP, " · "));
+            }
+            view["memory"] = serde_json::to_value(memory).expect("a view serializes");
+        }
+        view
     }
 }
 
