@@ -717,13 +717,14 @@ export interface BudgetNote {
 /** What `watch()` hears. `turn` names the turn as trace events do; `index` is a call's place in it. */
 export type WatchEvent =
   | { type: 'turn'; turn: string; at: number; streaming: boolean }
-  /** A call as it came: its id and arguments as a trace shows them (secrets redacted, size capped). */
-  | { type: 'call'; turn: string; index: number; callId?: string; name?: string; args: unknown }
+  /** A call as it came (`at`): its id and arguments as a trace shows them (secrets redacted, size capped). */
+  | { type: 'call'; turn: string; index: number; callId?: string; name?: string; args: unknown; at: number }
   /** A station the call met: a wait begun (`permission:asked`, `rate_limit:waited`, `cache:joined`,
    * `retry:scheduled`), a decision, or the call sealed (`sealed:ok`, `sealed:cached`, `sealed:<error kind>`); `ms`
    * since its turn began (a streaming turn's call: since it was added). */
   | { type: 'station'; turn: string; index: number; station: Station | 'dedup' | 'cache' | 'rate_limit' | 'retry' | 'sealed'; outcome: string; ms: number }
-  | { type: 'start'; turn: string; index: number; name: string; attempt: number; at: number }
+  /** A handler started; its first attempt says the arguments it was given (after repair), as a trace shows them. */
+  | { type: 'start'; turn: string; index: number; name: string; attempt: number; at: number; args?: unknown }
   /** The application was asked: a schema's own validation, a tool's check or cost, an approval. */
   | { type: 'ask'; turn: string; index: number; kind: 'validate' | 'check' | 'cost' | 'approve'; at: number }
   | { type: 'result'; turn: string; index: number; result: ToolResult }
@@ -978,6 +979,49 @@ export interface SharedStore {
   run(ops: readonly object[], onReply?: (index: number, reply: object) => void): Promise<object[]>
   /** Drops cached entries whose cache key starts with `prefix` ('' for all), in every process; resolves to how many. */
   invalidate(prefix: string): Promise<number>
+}
+export interface WatchOptions {
+  /** Also answers the approvals of the calls this watcher follows, beside the approval callback (which need not be
+   * set): the first answer decides. */
+  approve?: (request: WatchedApproval) => ApprovalAnswer | Promise<ApprovalAnswer>
+}
+/** An approval as a watcher is asked it: the call's id and arguments as a trace shows them (redacted), where it is
+ * (`turn` and `index` as its watch events say), and a signal that aborts once the approval is decided. */
+export interface WatchedApproval {
+  turn: string
+  index: number
+  callId: string
+  toolName: string
+  arguments: unknown
+  rule?: string
+  reason?: string
+  signal: AbortSignal
+}
+/** A breaker as `inspect()` shows it: while closed, what its window counts; while open, the wait before a trial. */
+export interface BreakerView {
+  state: BreakerState
+  calls: number
+  failures: number
+  halfOpenInMs?: number
+}
+/** What `inspect()` shows: breakers by tool, and with the memory store what it holds. */
+export interface GateInspection {
+  store: 'memory' | 'shared'
+  breakers: Record<string, BreakerView>
+  memory?: {
+    cacheEntries: number
+    cacheBytes: number
+    maxCacheEntries: number
+    maxCacheBytes: number
+    /** Sessions whose repeated queries are counted. */
+    sessions: number
+    /** Buckets not full again yet, the emptiest first: tokens left when last taken from. */
+    buckets: { key: string; tokens: number; fullInMs: number }[]
+    bucketCount: number
+    /** Budget counters, the most used first, and when each goes. */
+    budgets: { key: string; used: number; expiresInMs: number }[]
+    budgetCount: number
+  }
 }
 export interface HealthReport {
   status: 'ok' | 'degraded' | 'failing'
@@ -1363,10 +1407,13 @@ export declare class ToolExecutor<Ctx extends ExecutionContext = ExecutionContex
   prometheus(): string
   /** Each tool's status from its error and timeout rates, and the worst of them. */
   healthReport(): HealthReport
+  /** What the gate holds now: each breaker, and the memory store's cache, sessions, rate-limit buckets and budget
+   * counters (the `limit` most used of each, default 50; keys redacted). A shared store keeps its own. */
+  inspect(options?: { limit?: number }): GateInspection
   /** Watches turns live: `listener(events)` hears, in batches, each turn as it begins, its calls, each station a call
    * meets as it meets it (a wait begun, a decision, the call sealed), each handler started, each question put to the
    * application, and the results. Returns what stops it; nothing of it is done while nobody watches. */
-  watch(listener: (events: WatchEvent[]) => void): () => void
+  watch(listener: (events: WatchEvent[]) => void, options?: WatchOptions): () => void
   /** Forgets cached results of `tool`, or only those for `args`; returns how many were dropped. */
   /** How many cached results were dropped; with a shared store, a promise of it, once every process's are gone. */
   invalidate(tool: string, args?: Record<string, unknown>): number | Promise<number>

@@ -81,6 +81,28 @@ describe('circuit breaker', () => {
     assert.match(metrics, /toolgate_breaker_refused_total\{tool="down"\} 1/)
     const health = gate.healthReport()
     assert.deepEqual([health.tools.down.status, health.tools.down.breaker], ['failing', 'open'])
+    const { breakers } = gate.inspect()
+    assert.deepEqual(Object.keys(breakers), ['down'], 'only tools with a breaker')
+    assert.equal(breakers.down.state, 'open')
+    assert.ok(breakers.down.halfOpenInMs > 59_000 && breakers.down.halfOpenInMs <= 60_000, `${breakers.down.halfOpenInMs}`)
+    await gate.close()
+  })
+
+  it('inspect() shows what the memory store holds, the most used first, keys redacted', async () => {
+    const gate = new ToolExecutor({ budget: { maxCalls: 10, by: 'userId' } })
+    gate.register({ name: 'api', readOnly: true, idempotent: true, cache: { ttlMs: 60_000 }, rateLimit: { limit: '5/min', key: 'userId' }, handler: ({ q }) => `found ${q}` })
+    const secret = 'sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcd'
+    await gate.execute([{ name: 'api', arguments: { q: 'a' } }, { name: 'api', arguments: { q: 'b' } }], { context: { userId: 'ann' } })
+    await gate.execute([{ name: 'api', arguments: { q: 'c' } }], { context: { userId: secret } })
+    const { store, memory } = gate.inspect({ limit: 1 })
+    assert.equal(store, 'memory')
+    assert.equal(memory.cacheEntries, 3)
+    assert.equal(memory.bucketCount, 2)
+    assert.deepEqual(memory.buckets.map((b) => [b.tokens, b.key.includes('ann')]), [[3, true]], "the emptiest first: ann's")
+    assert.equal(memory.budgetCount, 2)
+    assert.deepEqual(memory.budgets.map((b) => [b.used, b.key.includes('ann')]), [[2, true]])
+    assert.ok(!JSON.stringify(gate.inspect()).includes('sk-proj-AbCd'), 'keys redacted')
+    assert.throws(() => gate.inspect({ limit: -1 }), /limit must be a whole number/)
     await gate.close()
   })
 

@@ -220,4 +220,65 @@ describe('watchers that come late, share, keep, or misbehave', () => {
     assert.ok(warnings.some((w) => w.includes('socket closed')), warnings.join('\n'))
     await gate.close()
   })
+  it('a watcher that answers approvals is asked beside the callback, redacted, and told once the approval is decided', async () => {
+    let release
+    const gate = new ToolExecutor({ approve: () => new Promise((resolve) => { release = resolve }) })
+    gate.register({ name: 'deploy', needsApproval: true, handler: ({ env }) => `deployed to ${env}` })
+    const asked = []
+    const stop = gate.watch(() => {}, { approve: (request) => new Promise((resolve) => asked.push({ request, resolve })) })
+    const secret = 'sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcd'
+    const first = gate.execute([{ id: `call_${secret}`, name: 'deploy', arguments: { env: 'prod', note: `key ${secret}` } }])
+    while (asked.length === 0) await tick()
+    const { request, resolve } = asked[0]
+    assert.equal(request.toolName, 'deploy')
+    assert.equal(request.index, 0)
+    assert.match(request.turn, /^\d+-\d+$/)
+    assert.ok(!JSON.stringify(request).includes('sk-proj-AbCd'), 'the id and arguments as a trace shows them')
+    assert.equal(request.signal.aborted, false)
+    resolve({ decision: 'approve', arguments: { env: 'staging' } })
+    const [r] = await first
+    assert.equal(r.output, 'deployed to staging', "the watcher's answer came first and decided")
+    assert.equal(request.signal.aborted, true, 'told that the approval is decided')
+    release('deny') // the callback's late answer changes nothing
+    const second = gate.execute([{ name: 'deploy', arguments: { env: 'prod' } }])
+    while (asked.length === 1) await tick()
+    release({ decision: 'deny', reason: 'not today' })
+    const [denied] = await second
+    assert.match(denied.error, /not today/, "the callback's answer came first and decided")
+    assert.equal(asked[1].request.signal.aborted, true)
+    stop()
+    await gate.close()
+  })
+
+  it('a watcher that answers approvals stands in for a missing callback, and one that throws decides nothing while another may answer', async () => {
+    const gate = new ToolExecutor()
+    gate.register({ name: 'deploy', needsApproval: true, handler: () => 'deployed' })
+    const stopThrowing = gate.watch(() => {}, { approve: () => { throw new Error('page gone') } })
+    const stopAnswering = gate.watch(() => {}, { approve: () => new Promise((resolve) => setTimeout(resolve, 20, 'approve')) })
+    const [approved] = await gate.execute([{ name: 'deploy' }])
+    assert.equal(approved.output, 'deployed')
+    stopAnswering()
+    const [failed] = await gate.execute([{ name: 'deploy' }])
+    assert.equal(failed.errorKind, 'approval_denied')
+    assert.match(failed.error, /page gone/, "with every approver failing, the failure decides")
+    stopThrowing()
+    const [none] = await gate.execute([{ name: 'deploy' }])
+    assert.match(none.error, /no approval callback is set/, 'with no watcher left, as before')
+    assert.throws(() => gate.watch(() => {}, { approve: 'yes' }), /approve must be a function/)
+    await gate.close()
+  })
+
+  it('a start event gives the first attempt the arguments the handler got, repaired', async () => {
+    const gate = new ToolExecutor()
+    gate.register({ name: 'add', parameters: { type: 'object', properties: { n: { type: 'integer' } } }, handler: ({ n }) => n + 1 })
+    const events = []
+    const stop = gate.watch((batch) => events.push(...batch))
+    await gate.execute([{ name: 'add', arguments: '{"n": "4",}' }])
+    await tick()
+    const start = events.find((e) => e.type === 'start')
+    assert.deepEqual(start.args, { n: 4 })
+    assert.equal(events.find((e) => e.type === 'call').args, '{"n": "4",}', 'the call as the model sent it')
+    stop()
+    await gate.close()
+  })
 })

@@ -48,7 +48,9 @@ const CLOCK = Symbol.for('toolgate.clock')
  * approvals answered when it was recorded (`handler(name, index, attempt)`, `answer(kind, index)`). A global symbol, as
  * the clock's. */
 const REPLAY = Symbol.for('toolgate.replay')
-
+/** The method that makes a gate like this one on a replay's clock (`gate[TWIN]({ clock })`), for a page that replays a
+ * recording against the gate it shows. A global symbol, as the clock's. */
+const TWIN = Symbol.for('toolgate.twin')
 
 class ToolExecutor {
   #engine
@@ -58,6 +60,9 @@ class ToolExecutor {
   #storeBatches = new Set()
   /** The tools' handlers and the functions of their specs that run in JS. */
   #tools = new Registry()
+  /** What a twin is made of: the engine's options as given, and each registered tool's spec, by name. */
+  #settings
+  #specs = new Map()
   /** What the engine asks of the application's functions before a call runs. */
   #host
   /** What the listeners and observers hear. */
@@ -99,6 +104,7 @@ class ToolExecutor {
   constructor(options = {}) {
     if (options === null || typeof options !== 'object') throw new TypeError('new ToolExecutor(options): options must be an object')
     const engineOptions = pick(options, [...ENGINE_OPTIONS, ...LISTENER_OPTIONS, ...OBSERVER_OPTIONS, 'clock', 'store', 'record'], 'ToolExecutor options')
+    this.#settings = Object.fromEntries(ENGINE_OPTIONS.filter((key) => options[key] !== undefined).map((key) => [key, options[key]]))
     const shared = takeStore(engineOptions)
     this.#store = shared?.store
     if (shared) engineOptions.store = shared.engine
@@ -139,6 +145,8 @@ class ToolExecutor {
       turnOf: (id) => this.#turns.get(id),
       checkTimeoutMs: engineOptions.checkTimeoutMs ?? CHECK_TIMEOUT_MS,
       timers: () => this.#timers,
+      watchers: this.#watchers,
+      traceIdOf: this.#traceIdOf,
     })
     sweepArtifactsWhileAlive(this.#engine)
     if (clockHooks) this.#onClock(clockHooks)
@@ -209,7 +217,16 @@ class ToolExecutor {
     const { json, kept } = this.#tools.read(spec, command)
     programmerError(() => this.#engine.register(json))
     this.#tools.keep(spec.name, kept)
+    this.#specs.set(spec.name, [spec, command])
     return this
+  }
+
+  /** A gate like this one on `clock`: the same options and tools, its own memory store, no observers, no recording,
+   * so that a replay against it changes nothing of this one's state or a shared store's. */
+  [TWIN]({ clock }) {
+    const twin = new ToolExecutor({ ...this.#settings, clock })
+    for (const [spec, command] of this.#specs.values()) twin.#register(spec, command)
+    return twin
   }
 
   /**
@@ -223,6 +240,7 @@ class ToolExecutor {
 
   unregister(name) {
     this.#tools.remove(name)
+    this.#specs.delete(name)
     return this.#engine.unregister(String(name))
   }
 
@@ -259,10 +277,12 @@ class ToolExecutor {
   /**
    * Watches turns live: `listener(events)` hears, in batches, each turn as it begins, its calls, each station a call
    * meets as it meets it (a wait begun, a decision, the call sealed), each handler started, each question put to the
-   * application, and the results. Returns what stops it. Nothing of it is done while nobody watches.
+   * application, and the results. Returns what stops it. Nothing of it is done while nobody watches. With
+   * `approve`, the watcher also answers the approvals of the calls it follows, beside the approval callback: the
+   * first answer decides.
    */
-  watch(listener) {
-    return this.#watchers.add(listener)
+  watch(listener, options) {
+    return this.#watchers.add(listener, options)
   }
 
   #traceIdOf = (turnId) => this.#reporter.traceId(turnId)
@@ -292,6 +312,13 @@ class ToolExecutor {
   /** Each tool's status (`ok`, `degraded`, `failing`) from its error and timeout rates, and the worst of them. */
   healthReport() {
     return observe.healthReport(this.stats(), this.pendingHandlers())
+  }
+
+  /** What the gate holds now: each breaker (state, its window's calls and failures, the wait before a trial), and
+   * the memory store's cache, sessions, rate-limit buckets and budget counters, the `limit` most used of each. */
+  inspect({ limit = 50 } = {}) {
+    if (!Number.isInteger(limit) || limit < 0) throw new TypeError('inspect({ limit }): limit must be a whole number of entries, 0 or more')
+    return JSON.parse(this.#engine.inspect(Math.min(limit, 0xffffffff)))
   }
 
   /** Forgets cached results of `tool`, or only those for `args`; returns how many were dropped. With a shared

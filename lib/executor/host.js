@@ -18,18 +18,23 @@ class HostRequests {
   #turnOf
   #checkTimeoutMs
   #timers
+  #watchers
+  #traceIdOf
 
   /**
    * `drive(engineCall)`: an engine call of the executor's turn machinery, its step applied; `turnOf(id)`: an open
-   * turn, or undefined; `timers()`: the executor's timers (a test's clock, once one is attached).
+   * turn, or undefined; `timers()`: the executor's timers (a test's clock, once one is attached); `watchers`: those
+   * watching turns live (some may answer approvals), with `traceIdOf(turnId)` the id they know a turn by.
    */
-  constructor({ tools, engine, drive, turnOf, checkTimeoutMs, timers }) {
+  constructor({ tools, engine, drive, turnOf, checkTimeoutMs, timers, watchers, traceIdOf }) {
     this.#tools = tools
     this.#engine = engine
     this.#drive = drive
     this.#turnOf = turnOf
     this.#checkTimeoutMs = checkTimeoutMs
     this.#timers = timers
+    this.#watchers = watchers
+    this.#traceIdOf = traceIdOf
   }
 
   /** A call waits on the host: the schema's own validation, the tool's check of its arguments, or the approval
@@ -56,11 +61,11 @@ class HostRequests {
       pending = this.#checked(turn, index, toolName, callId, args).then((problem) => (problem === undefined ? {} : { problem }))
     } else if (kind === HOST_KIND.cost) {
       pending = this.#costOf(turn, index, toolName, callId, args).then((cost) => ({ cost }))
-    } else if (recorded === undefined && turn?.approve === undefined) {
+    } else if (recorded === undefined && turn?.approve === undefined && !this.#watchers.approving) {
       pending = Promise.resolve({ decision: 'deny', reason: 'no approval callback is set' })
     } else {
       const request = { callId, toolName, arguments: args, rule, reason: reason ?? undefined, context }
-      const decided = recorded ?? callHost(() => turn.approve(request)).then(readApproval)
+      const decided = recorded ?? this.#approved(turn, turnId, index, request)
       // The decision is recorded as given; edited arguments are validated, checked and priced again on replay.
       if (recording) decided.then((answer) => recording.answered(index, kind, answer), (err) => recording.answered(index, kind, { error: describeProblem(err) }))
       pending = decided.then((answer) => {
@@ -92,6 +97,17 @@ class HostRequests {
         live?.(-1)
         this.#answer(ticket, json)
       })
+  }
+
+  /** The approval callback and the watchers that answer approvals, asked together: the first answer decides (a
+   * rejection decides only when every one of them rejects). */
+  #approved(turn, turnId, index, request) {
+    const asked = turn?.approve === undefined ? [] : [callHost(() => turn.approve(request))]
+    const watching = this.#watchers.approvals(this.#traceIdOf(turnId), index, request)
+    if (watching === undefined) return asked[0].then(readApproval)
+    const first = Promise.any([...asked, ...watching.answers]).catch((err) => Promise.reject(err.errors[0]))
+    first.finally(watching.decided).catch(() => {})
+    return first.then(readApproval)
   }
 
   #answer(ticket, json) {

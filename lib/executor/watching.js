@@ -7,7 +7,7 @@
 
 const { argumentsOf, sentIds } = require('../engine/wire.js')
 const { readLiveMark } = require('../engine/wire.generated.js')
-const { callListener } = require('../callbacks.js')
+const { callHost, callListener } = require('../callbacks.js')
 const { queueMicrotask } = require('../timers.js')
 
 class Watchers {
@@ -31,10 +31,16 @@ class Watchers {
     return this.#subscriptions.size > 0
   }
 
-  /** Adds a watcher; returns what removes it. The engine reports stations only while someone watches. */
-  add(listener) {
+  /**
+   * Adds a watcher; returns what removes it. The engine reports stations only while someone watches. With
+   * `approve`, the watcher is asked each approval of a turn it follows, beside the application's callback.
+   * @param {(events: object[]) => void} listener
+   * @param {{ approve?: Function }} [options]
+   */
+  add(listener, { approve } = {}) {
     if (typeof listener !== 'function') throw new TypeError('watch(listener): listener must be a function (events) => void')
-    const subscription = { listener }
+    if (approve !== undefined && typeof approve !== 'function') throw new TypeError('watch(listener, { approve }): approve must be a function (request) => answer')
+    const subscription = { listener, approve }
     this.#subscriptions.add(subscription)
     this.#engine.observe(true)
     return () => {
@@ -42,6 +48,27 @@ class Watchers {
       this.#engine.observe(false)
       this.#turns.clear()
     }
+  }
+
+  /** Whether a watcher answers approvals: a call may then be approved with no callback set. */
+  get approving() {
+    for (const { approve } of this.#subscriptions) if (approve) return true
+    return false
+  }
+
+  /**
+   * The watchers that answer approvals, asked for a call of a turn they follow: the arguments and call id as a trace
+   * shows them, and a signal that aborts once the call's approval is decided (by any of them or the application).
+   * Returns each one's answer (a rejection for one that throws), and what tells them the approval was decided.
+   */
+  approvals(traceId, index, { callId, toolName, arguments: args, rule, reason }) {
+    const approvers = [...this.#subscriptions].filter((s) => s.approve && this.#turns.has(traceId))
+    if (approvers.length === 0) return undefined
+    const decided = new AbortController()
+    const [shownId, shownArgs] = this.#shown([callId, args])
+    const request = Object.freeze({ turn: traceId, index, callId: shownId, toolName, arguments: shownArgs, rule, reason, signal: decided.signal })
+    const answers = approvers.map(({ approve }) => callHost(() => approve(request)))
+    return { answers, decided: () => decided.abort() }
   }
 
   /** An event of an announced turn, queued for the next batch. */
@@ -71,9 +98,10 @@ class Watchers {
     const added = calls.slice(first)
     const sent = added.map(sentIds)
     const shown = this.#shown(added.flatMap((call, i) => [sent[i].callId, argumentsOf(call)]))
+    const at = Date.now()
     sent.forEach(({ name }, i) => {
       ids[first + i] = shown[2 * i]
-      this.#emit({ type: 'call', turn: traceId, index: first + i, callId: shown[2 * i], name, args: shown[2 * i + 1] })
+      this.#emit({ type: 'call', turn: traceId, index: first + i, callId: shown[2 * i], name, args: shown[2 * i + 1], at })
     })
   }
 
@@ -96,9 +124,12 @@ class Watchers {
     }
   }
 
-  /** A handler started (`start`: its Start record, read). */
-  started({ turn, index, name, attempt }, traceIdOf) {
-    this.#emit({ type: 'start', turn: traceIdOf(turn), index, name, attempt, at: Date.now() })
+  /** A handler started (`start`: its Start record, read); the first attempt says the arguments it was given (after
+   * repair), as a trace shows them. */
+  started({ turn, index, name, attempt, args }, traceIdOf) {
+    const event = { type: 'start', turn: traceIdOf(turn), index, name, attempt, at: Date.now() }
+    if (attempt === 1) event.args = this.#shown([args])[0]
+    this.#emit(event)
   }
 
   /** The application was asked something for a call: its check, its cost, a schema's validation, an approval. */
