@@ -3,26 +3,7 @@
 // the turn began), split into the phases its stage marks, timings and handler starts show. Plain HTML/CSS bars with
 // inline styles, so the page needs no script, font, image or network to be read and can travel as one file.
 
-/** Phases in legend order: data-phase value, CSS class, legend label, fill. Waits are muted, distinct from each other. */
-const PHASES = [
-  ['queued', 'queued', 'queued', '#dde1e6'],
-  ['checking', 'checking', 'checking', '#a9d3cd'],
-  ['waiting for approval', 'approval', 'waiting for approval', '#ead49a'],
-  ['waiting for token', 'token', 'waiting for token', '#c9bfe6'],
-  ['waiting for identical call', 'joined', 'waiting for identical call', '#b9cce4'],
-  ['retrying', 'backoff', 'retrying (backoff)', 'repeating-linear-gradient(135deg, #f2c4bf 0 4px, #fbe7e5 4px 8px)'],
-]
-const PHASE_CLASS = Object.fromEntries(PHASES.map(([phase, cls]) => [phase, cls]))
-
-/** How a running segment (and the row's outcome) is coloured, by the call's final outcome. */
-const OUTCOMES = [
-  ['ok', 'success', '#2da44e'],
-  ['error', 'handler_error', '#cf222e'],
-  ['timeout', 'timeout', '#e8870e'],
-  ['stopped', 'cancelled', '#8c959f'],
-  ['refused', 'refused / other', '#8250df'],
-  ['cached', 'cached', '#218bff'],
-]
+const { PHASES, PHASE_CLASS, OUTCOMES, outcomeClass, outcomeLabel } = require('./legend.js')
 
 /** Error kinds that a station gives before any handler runs: drawn as a marker where the call was turned away. */
 const REFUSALS = new Set(['unknown_tool', 'invalid_arguments', 'permission_denied', 'approval_denied', 'rate_limited', 'duplicate', 'unavailable', 'budget_exceeded'])
@@ -40,21 +21,6 @@ function fmt(ms) {
 }
 
 const clip = (text) => (text.length > DETAIL_CHARS ? `${text.slice(0, DETAIL_CHARS)}…` : text)
-
-/** The class a call's final outcome is drawn in. */
-function outcomeClass(result) {
-  if (result.cached) return 'cached'
-  if (result.success) return 'ok'
-  if (result.errorKind === 'handler_error') return 'error'
-  if (result.errorKind === 'timeout' || result.errorKind === 'idle_timeout') return 'timeout'
-  if (result.errorKind === 'cancelled' || result.errorKind === 'not_executed') return 'stopped'
-  return 'refused'
-}
-
-function outcomeLabel(result) {
-  if (result.cached) return 'cached'
-  return result.success ? 'ok' : String(result.errorKind || 'error')
-}
 
 /** The error an attempt (1-based) ended with: from attemptErrors for retried ones, the result's own for the last. */
 function attemptError(result, attempt, last) {

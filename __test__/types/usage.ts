@@ -230,3 +230,24 @@ void (async () => {
   gate.turn({ deadline: 5 })
 })()
 void stillTakes
+
+// devtools: one gate or several; watch with approvals; inspect
+import { devtools } from 'toolgate/devtools'
+import type { Devtools, DevtoolsOptions } from 'toolgate/devtools'
+import type { GateInspection, WatchedApproval } from '../..'
+async function devtoolsTypes(a: ToolExecutor, b: ToolExecutor) {
+  const options: DevtoolsOptions = { port: 0, host: '127.0.0.1', approvals: true, keepTurns: 50 }
+  const one: Devtools = await devtools(a, options)
+  const both = await devtools([a, b])
+  const url: string = one.url
+  await both.close()
+  // @ts-expect-error keepTurns is a number
+  await devtools(a, { keepTurns: '10' })
+  const stop = a.watch(() => {}, { approve: (request: WatchedApproval) => (request.toolName === 'deploy' && !request.signal.aborted ? { decision: 'approve' as const } : 'deny') })
+  stop()
+  const seen: GateInspection = a.inspect({ limit: 10 })
+  const state: 'closed' | 'open' | 'half_open' | undefined = seen.breakers.x?.state
+  const buckets: number | undefined = seen.memory?.buckets[0]?.tokens
+  return [url, state, buckets]
+}
+void devtoolsTypes

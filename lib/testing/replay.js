@@ -64,30 +64,29 @@ function problemOf(entry) {
  * its line (or index) and what is wrong with it.
  */
 async function loadRecording(fileOrEntries) {
-  let entries
-  if (typeof fileOrEntries === 'string') {
-    const text = await fs.readFile(fileOrEntries, 'utf8')
-    entries = []
-    for (const [i, line] of text.split('\n').entries()) {
-      if (line.trim() === '') continue
-      let entry
-      try {
-        entry = JSON.parse(line)
-      } catch (err) {
-        throw new SyntaxError(`loadRecording: ${fileOrEntries}:${i + 1}: not JSON (${err.message})`)
-      }
-      const problem = problemOf(entry)
-      if (problem) throw new TypeError(`loadRecording: ${fileOrEntries}:${i + 1}: not a recorded turn: ${problem}`)
-      entries.push(entry)
+  if (typeof fileOrEntries === 'string') return parseRecording(await fs.readFile(fileOrEntries, 'utf8'), fileOrEntries)
+  if (!Array.isArray(fileOrEntries)) throw new TypeError('loadRecording(fileOrEntries): expected a file path or an array of recorded entries')
+  for (const [i, entry] of fileOrEntries.entries()) {
+    const problem = problemOf(entry)
+    if (problem) throw new TypeError(`loadRecording: entry ${i}: not a recorded turn: ${problem}`)
+  }
+  return { entries: [...fileOrEntries] }
+}
+
+/** A recording's JSONL text, read as `loadRecording` reads a file (`name` says where it came from in errors). */
+function parseRecording(text, name) {
+  const entries = []
+  for (const [i, line] of text.split('\n').entries()) {
+    if (line.trim() === '') continue
+    let entry
+    try {
+      entry = JSON.parse(line)
+    } catch (err) {
+      throw new SyntaxError(`loadRecording: ${name}:${i + 1}: not JSON (${err.message})`)
     }
-  } else if (Array.isArray(fileOrEntries)) {
-    for (const [i, entry] of fileOrEntries.entries()) {
-      const problem = problemOf(entry)
-      if (problem) throw new TypeError(`loadRecording: entry ${i}: not a recorded turn: ${problem}`)
-    }
-    entries = [...fileOrEntries]
-  } else {
-    throw new TypeError('loadRecording(fileOrEntries): expected a file path or an array of recorded entries')
+    const problem = problemOf(entry)
+    if (problem) throw new TypeError(`loadRecording: ${name}:${i + 1}: not a recorded turn: ${problem}`)
+    entries.push(entry)
   }
   return { entries }
 }
@@ -347,4 +346,4 @@ function expectUnchanged(report) {
   })
 }
 
-module.exports = { loadRecording, replay, expectUnchanged }
+module.exports = { loadRecording, parseRecording, replay, expectUnchanged }

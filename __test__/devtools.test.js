@@ -1,0 +1,370 @@
+'use strict'
+// toolgate/devtools: the server's guards (token, Host, Origin), watching only while a page is attached, bounded
+// memory, approvals answered from the page, artifacts; and the page itself in headless Chromium.
+
+const { describe, it, before, after } = require('node:test')
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const http = require('node:http')
+const os = require('node:os')
+const path = require('node:path')
+const { ToolExecutor } = require('..')
+const { devtools } = require('../lib/devtools')
+const { launch, coloursIn } = require('./browser/chromium.js')
+const { never } = require('./helpers.js')
+
+/** A request to the devtools server, with the headers given (a Host of our own when asked). */
+function request(dt, pathname, { method = 'GET', headers = {}, body, token = true } = {}) {
+  const url = new URL(dt.url)
+  const query = token ? `${pathname.includes('?') ? '&' : '?'}token=${url.searchParams.get('token')}` : ''
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: url.hostname, port: url.port, path: `${pathname}${query}`, method, headers }, (res) => {
+      let text = ''
+      res.on('data', (chunk) => { text += chunk })
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text }))
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+/** A page attached by its event stream: the messages it is sent, and what detaches it. */
+function attach(dt) {
+  const url = new URL(dt.url)
+  const messages = []
+  let buffer = ''
+  let res
+  const opened = new Promise((resolve) => {
+    http.get({ host: url.hostname, port: url.port, path: `/events?token=${url.searchParams.get('token')}` }, (r) => {
+      res = r
+      r.on('data', (chunk) => {
+        buffer += chunk
+        let end
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          messages.push(JSON.parse(buffer.slice(0, end).replace(/^data: /, '')))
+          buffer = buffer.slice(end + 2)
+        }
+      })
+      resolve()
+    })
+  })
+  const until = async (found, what) => {
+    for (let i = 0; i < 200; i++) {
+      const hit = found(messages)
+      if (hit) return hit
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    assert.fail(`the page was never sent ${what}: ${JSON.stringify(messages).slice(0, 2000)}`)
+  }
+  return { messages, opened, until, detach: () => res.destroy() }
+}
+
+const eventsOf = (messages) => messages.filter((m) => m.type === 'events').flatMap((m) => m.batches.flatMap(([, events]) => events))
+
+function weatherGate(options = {}) {
+  const gate = new ToolExecutor(options)
+  gate.register({
+    name: 'get_weather',
+    readOnly: true,
+    parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city'] },
+    handler: ({ city }) => `sunny in ${city}`,
+  })
+  return gate
+}
+
+describe('devtools server', () => {
+  it('refuses a request without the token, from another Host or from another Origin, and serves the page with it', async (t) => {
+    const dt = await devtools(weatherGate())
+    t.after(() => dt.close())
+    assert.match(dt.url, /^http:\/\/127\.0\.0\.1:\d+\/\?token=[\w-]{32}$/)
+    assert.equal((await request(dt, '/', { token: false })).status, 401)
+    assert.equal((await request(dt, '/?token=wrong', { token: false })).status, 401)
+    const port = new URL(dt.url).port
+    assert.equal((await request(dt, '/', { headers: { host: `attacker.example:${port}` } })).status, 403, 'a rebound name is refused')
+    assert.equal((await request(dt, '/', { headers: { host: `localhost:${port}` } })).status, 200)
+    assert.equal((await request(dt, '/health', { headers: { origin: 'http://attacker.example' } })).status, 403)
+    const page = await request(dt, '/')
+    assert.equal(page.status, 200)
+    assert.match(page.headers['content-security-policy'], /default-src 'none'/)
+    assert.ok(!/https?:\/\/(?!127)/.test(page.text), 'the page names no other address')
+    for (const asset of ['/page.js', '/page.css', '/state.js']) {
+      const res = await request(dt, asset)
+      assert.equal(res.status, 200, asset)
+      assert.ok(!/https?:\/\//.test(res.text), `${asset} fetches nothing from any network`)
+    }
+  })
+
+  it('checks its options', async () => {
+    const gate = weatherGate()
+    await assert.rejects(devtools({}), /give a ToolExecutor/)
+    await assert.rejects(devtools([gate, gate]), /the same gate is given twice/)
+    await assert.rejects(devtools(gate, { port: -1 }), /port must be/)
+    await assert.rejects(devtools(gate, { keepTurns: 0 }), /keepTurns must be/)
+    await assert.rejects(devtools(gate, { approval: true }), /unknown option "approval"/)
+  })
+
+  it('watches only while a page is attached, and keeps what it saw for the next page', async (t) => {
+    const gate = weatherGate()
+    const watch = gate.watch.bind(gate)
+    let watching = 0
+    gate.watch = (...args) => {
+      watching += 1
+      const stop = watch(...args)
+      return () => { watching -= 1; stop() }
+    }
+    const dt = await devtools(gate)
+    t.after(() => dt.close())
+    await gate.execute([{ name: 'get_weather', arguments: { city: 'Oslo' } }])
+    assert.equal(watching, 0, 'no page, no watcher')
+    const page = attach(dt)
+    await page.opened
+    await page.until((m) => m[0]?.type === 'snapshot', 'a snapshot')
+    assert.equal(page.messages[0].turns.length, 0, 'nothing was captured before the page came')
+    assert.equal(watching, 1)
+    await gate.execute([{ id: 'c1', name: 'get_weather', arguments: { city: 'Paris' } }])
+    const result = await page.until((m) => eventsOf(m).find((e) => e.type === 'result'), 'the result')
+    assert.equal(result.result.output, 'sunny in Paris')
+    page.detach()
+    for (let i = 0; i < 100 && watching > 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+    assert.equal(watching, 0, 'the last page gone, watching ends')
+    const next = attach(dt)
+    await next.opened
+    const snapshot = await next.until((m) => m[0], 'a snapshot')
+    assert.deepEqual(snapshot.turns.map((turn) => turn.calls.map((c) => [c.name, c.result.output])), [[['get_weather', 'sunny in Paris']]])
+    next.detach()
+  })
+
+  it('keeps at most keepTurns turns, and caps what it keeps of each call', async (t) => {
+    const gate = new ToolExecutor()
+    gate.register({ name: 'big', readOnly: true, handler: () => 'x'.repeat(200_000) })
+    const dt = await devtools(gate, { keepTurns: 3 })
+    t.after(() => dt.close())
+    const page = attach(dt)
+    await page.opened
+    for (let i = 0; i < 8; i++) await gate.execute([{ name: 'big', arguments: { blob: 'y'.repeat(50_000), i } }])
+    await page.until((m) => eventsOf(m).filter((e) => e.type === 'done').length === 8, 'every turn')
+    page.detach()
+    const next = attach(dt)
+    await next.opened
+    const { turns, forgotten } = await next.until((m) => m[0], 'a snapshot')
+    assert.equal(turns.length, 3)
+    assert.equal(forgotten, 5)
+    const call = turns[2].calls[0]
+    assert.ok(call.args.length < 9_000, `arguments capped (${call.args.length})`)
+    assert.ok(call.result.output.length < 17_000, `output capped (${call.result.output.length})`)
+    assert.ok(JSON.stringify(turns).length < 3 * 40_000, 'each kept turn is small')
+    next.detach()
+  })
+
+  it('asks an attached page for approvals beside the application, and serves only artifacts a kept call names', async (t) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolgate-devtools-'))
+    t.after(() => fs.rmSync(dir, { recursive: true, force: true }))
+    const gate = new ToolExecutor({ artifacts: { dir }, maxOutputChars: 1000 })
+    gate.register({ name: 'deploy', needsApproval: true, handler: ({ env }) => `deployed to ${env}` })
+    gate.register({ name: 'dump', readOnly: true, handler: () => 'line\n'.repeat(2000) })
+    const dt = await devtools(gate, { approvals: true })
+    t.after(() => dt.close())
+    const page = attach(dt)
+    await page.opened
+    const pending = gate.execute([{ name: 'deploy', arguments: { env: 'staging', token: 'ghp_abcdefghijklmnopqrstuvwxyz0123456789' } }])
+    const { approval } = await page.until((m) => m.find((x) => x.type === 'approval'), 'the approval')
+    assert.equal(approval.toolName, 'deploy')
+    assert.ok(!approval.args.includes('ghp_abcdefghijklmnopqrstuvwxyz0123456789'), 'the page sees arguments redacted')
+    const bad = await request(dt, '/approve', { method: 'POST', body: JSON.stringify({ id: approval.id, decision: 'approve', arguments: [1] }) })
+    assert.equal(bad.status, 400)
+    const answered = await request(dt, '/approve', { method: 'POST', body: JSON.stringify({ id: approval.id, decision: 'approve', arguments: { env: 'prod' } }) })
+    assert.equal(answered.status, 200, answered.text)
+    const [result] = await pending
+    assert.equal(result.output, 'deployed to prod', 'the edited arguments ran')
+    assert.equal(result.metadata.permission.decision, 'approved')
+    await page.until((m) => m.find((x) => x.type === 'approval_done' && x.id === approval.id), 'that the approval is done')
+    assert.equal((await request(dt, '/approve', { method: 'POST', body: JSON.stringify({ id: approval.id, decision: 'deny' }) })).status, 409)
+
+    const [dumped] = await gate.execute([{ name: 'dump' }])
+    assert.ok(dumped.metadata.artifactPath)
+    await page.until((m) => eventsOf(m).find((e) => e.type === 'result' && e.result.metadata.artifactPath), 'the dump')
+    const served = await request(dt, `/artifact?path=${encodeURIComponent(dumped.metadata.artifactPath)}`)
+    assert.equal(served.status, 200)
+    assert.equal(served.text, 'line\n'.repeat(2000))
+    assert.equal((await request(dt, `/artifact?path=${encodeURIComponent('/etc/passwd')}`)).status, 404, 'no other file')
+    page.detach()
+  })
+
+  it('without approvals, a page attached answers nothing and calls without a callback are denied as before', async (t) => {
+    const gate = new ToolExecutor()
+    gate.register({ name: 'deploy', needsApproval: true, handler: () => 'deployed' })
+    const dt = await devtools(gate)
+    t.after(() => dt.close())
+    const page = attach(dt)
+    await page.opened
+    const [result] = await gate.execute([{ name: 'deploy' }])
+    assert.equal(result.errorKind, 'approval_denied')
+    assert.ok(!page.messages.some((m) => m.type === 'approval'))
+    assert.equal((await request(dt, '/approve', { method: 'POST', body: '{}' })).status, 403)
+    page.detach()
+  })
+
+  it("the page's approval and the application's: the first answer decides", async (t) => {
+    let release
+    const gate = new ToolExecutor({ approve: () => new Promise((resolve) => { release = resolve }) })
+    gate.register({ name: 'deploy', needsApproval: true, handler: () => 'deployed' })
+    const dt = await devtools(gate, { approvals: true })
+    t.after(() => dt.close())
+    const page = attach(dt)
+    await page.opened
+    const pending = gate.execute([{ name: 'deploy' }])
+    const { approval } = await page.until((m) => m.find((x) => x.type === 'approval'), 'the approval')
+    release({ decision: 'deny', reason: 'the app said no' })
+    const [result] = await pending
+    assert.equal(result.errorKind, 'approval_denied')
+    assert.match(result.error, /the app said no/)
+    await page.until((m) => m.find((x) => x.type === 'approval_done' && x.id === approval.id), 'that the page is no longer asked')
+    page.detach()
+  })
+
+  it('shows health: stats, the health report, breakers and what the memory store holds', async (t) => {
+    const gate = new ToolExecutor()
+    gate.register({ name: 'flaky', readOnly: true, retry: false, breaker: { failureRate: 0.5, minCalls: 2, openMs: 60_000 }, handler: () => { throw new Error('down') } })
+    const dt = await devtools(gate)
+    t.after(() => dt.close())
+    await gate.execute([{ name: 'flaky' }])
+    await gate.execute([{ name: 'flaky' }])
+    const [health] = JSON.parse((await request(dt, '/health')).text)
+    assert.equal(health.stats.tools.flaky.calls, 2)
+    assert.equal(health.health.tools.flaky.breaker, 'open')
+    assert.equal(health.inspect.breakers.flaky.state, 'open')
+    assert.ok(health.inspect.breakers.flaky.halfOpenInMs > 50_000)
+    assert.equal(health.inspect.store, 'memory')
+  })
+})
+
+describe('devtools page in Chromium', () => {
+  let browser
+  before(async () => { browser = await launch() })
+  after(() => browser?.close())
+
+  async function open(dt) {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } })
+    const errors = []
+    page.on('pageerror', (err) => errors.push(err))
+    page.on('console', (message) => { if (message.type() === 'error') errors.push(new Error(message.text())) })
+    await page.goto(dt.url)
+    await page.waitForSelector('#link.live', { timeout: 5000 })
+    return { page, errors }
+  }
+
+  it('loads with its token and refuses without it', async (t) => {
+    const dt = await devtools(weatherGate())
+    t.after(() => dt.close())
+    const page = await browser.newPage()
+    t.after(() => page.close())
+    const refused = await page.goto(dt.url.replace(/\?token=.*/, ''))
+    assert.equal(refused.status(), 401)
+    assert.match(await page.textContent('body'), /needs its token/)
+    const loaded = await page.goto(dt.url)
+    assert.equal(loaded.status(), 200)
+    await page.waitForSelector('#link.live', { timeout: 5000 })
+    assert.equal(await page.title(), 'toolgate devtools')
+  })
+
+  it('shows a turn run after it opened within a second, each call with its tool and outcome, and a call\'s story', async (t) => {
+    const gate = weatherGate({ permissions: { allow: [{ tool: 'get_weather', args: { city: 'P*' } }] } })
+    const dt = await devtools(gate)
+    t.after(() => dt.close())
+    const { page, errors } = await open(dt)
+    t.after(() => page.close())
+    await gate.execute([
+      { id: 'w1', name: 'get_weather', arguments: '{"city": "Paris", "days": "3",}' },
+      { id: 'w2', name: 'get_wether', arguments: { city: 'Oslo' } },
+    ])
+    await page.waitForSelector('[data-turn] .row [data-outcome="unknown_tool"]', { timeout: 1000 })
+    const rows = await page.$$eval('[data-turn] .row', (list) => list.map((row) => [row.querySelector('.name').textContent, row.querySelector('.outcome').textContent]))
+    assert.deepEqual(rows, [['0. get_weather', 'ok'], ['1. get_wether', 'unknown_tool']])
+    await page.click('[data-turn] .row[data-index="0"]')
+    await page.waitForSelector('#story [data-repair]')
+    const repairs = await page.$$eval('#story [data-repair]', (list) => list.map((li) => li.dataset.repair))
+    assert.deepEqual(repairs, ['json-trailing-commas', 'string-to-integer'])
+    assert.match(await page.textContent('#story [data-rule]'), /get_weather/, 'the rule that allowed it')
+    const story = await page.textContent('#story')
+    assert.match(story, /sunny in Paris/, 'the output the model read')
+    assert.match(story, /"days": 3/, 'the arguments as the handler received them')
+    assert.deepEqual(errors, [])
+  })
+
+  it('a hung handler is shown running, and is listed among the longest', async (t) => {
+    const gate = new ToolExecutor({ defaultTimeoutMs: 60_000 })
+    gate.register({ name: 'stuck', readOnly: true, handler: () => never() })
+    const dt = await devtools(gate)
+    t.after(() => dt.close())
+    const { page } = await open(dt)
+    t.after(() => page.close())
+    const turn = gate.turn()
+    turn.add({ name: 'stuck' })
+    await page.waitForSelector('[data-turn] .row [data-outcome^="running"]', { timeout: 2000 })
+    assert.match(await page.textContent('#inflight'), /1 running\. Longest: stuck/)
+    assert.ok(await page.$('.seg.running-now'), 'drawn as running now')
+    turn.cancel('done')
+    await page.waitForSelector('[data-turn] .row [data-outcome="cancelled"]', { timeout: 2000 })
+  })
+
+  it('an approval clicked in the page unblocks the call', async (t) => {
+    const gate = new ToolExecutor()
+    gate.register({ name: 'deploy', needsApproval: true, handler: ({ env }) => `deployed to ${env}` })
+    const dt = await devtools(gate, { approvals: true })
+    t.after(() => dt.close())
+    const { page, errors } = await open(dt)
+    t.after(() => page.close())
+    let settled = false
+    const pending = gate.execute([{ name: 'deploy', arguments: { env: 'staging' } }]).finally(() => { settled = true })
+    await page.waitForSelector('#approval-count:not([hidden])')
+    await page.click('nav button[data-view="approvals"]')
+    await page.waitForSelector('[data-approval] button.approve')
+    assert.equal(settled, false, 'the call waits')
+    await page.click('[data-approval] button.approve')
+    const [result] = await pending
+    assert.equal(result.output, 'deployed to staging')
+    await page.waitForSelector('#approval-count[hidden]', { state: 'attached' })
+    assert.deepEqual(errors, [])
+  })
+
+  it('replays a recording against the attached gate and shows what changed', async (t) => {
+    const entries = []
+    const recorded = new ToolExecutor({ record: { to: (entry) => entries.push(entry) } })
+    const tool = { name: 'send_mail', handler: ({ to }) => `sent to ${to}` }
+    recorded.register(tool)
+    await recorded.execute([{ name: 'send_mail', arguments: { to: 'ann@example.com' } }])
+    for (let i = 0; i < 100 && entries.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolgate-devtools-'))
+    t.after(() => fs.rmSync(dir, { recursive: true, force: true }))
+    const file = path.join(dir, 'turns.jsonl')
+    fs.writeFileSync(file, entries.map((e) => JSON.stringify(e)).join('\n'))
+
+    const stricter = new ToolExecutor({ permissions: { deny: [{ tool: 'send_mail', reason: 'mail is off today' }] } })
+    stricter.register(tool)
+    const dt = await devtools(stricter)
+    t.after(() => dt.close())
+    const { page, errors } = await open(dt)
+    t.after(() => page.close())
+    await page.click('nav button[data-view="replay"]')
+    await page.setInputFiles('#replay-file', file)
+    await page.waitForSelector('[data-changed]', { timeout: 10_000 })
+    assert.equal(await page.getAttribute('[data-changed]', 'data-changed'), '1')
+    const change = await page.textContent('#replay-body')
+    assert.match(change, /send_mail .*: success/)
+    assert.match(change, /mail is off today/)
+    assert.equal(stricter.stats().total.calls, 0, 'the attached gate itself ran nothing')
+    assert.deepEqual(errors, [])
+  })
+
+  it('the screenshots in the guide are not blank', async () => {
+    const page = await browser.newPage()
+    const dir = path.join(__dirname, '..', 'docs', 'devtools')
+    const shots = fs.readdirSync(dir).filter((f) => f.endsWith('.png'))
+    assert.deepEqual(shots.sort(), ['approvals.png', 'health.png', 'replay.png', 'story.png', 'turns.png'])
+    for (const shot of shots) {
+      const colours = await coloursIn(page, fs.readFileSync(path.join(dir, shot)))
+      assert.ok(colours >= 8, `${shot} shows ${colours} colours`)
+    }
+    await page.close()
+  })
+})
