@@ -270,13 +270,13 @@ describe('watchers that come late, share, keep, or misbehave', () => {
 
   it('a start event gives the first attempt the arguments the handler got, repaired', async () => {
     const gate = new ToolExecutor()
-    gate.register({ name: 'add', parameters: { type: 'object', properties: { n: { type: 'integer' } } }, handler: ({ n }) => n + 1 })
+    gate.register({ name: 'add', parameters: { type: 'object', properties: { n: { type: 'integer' } } }, handler: (args) => { args.n += 10; return args.n } })
     const events = []
     const stop = gate.watch((batch) => events.push(...batch))
     await gate.execute([{ name: 'add', arguments: '{"n": "4",}' }])
     await tick()
     const start = events.find((e) => e.type === 'start')
-    assert.deepEqual(start.args, { n: 4 })
+    assert.deepEqual(start.args, { n: 4 }, 'as given, though the handler changed them after')
     assert.equal(events.find((e) => e.type === 'call').args, '{"n": "4",}', 'the call as the model sent it')
     stop()
     await gate.close()

@@ -17,6 +17,8 @@ class Watchers {
   #reporter
   /** Events not yet handed to the watchers. */
   #pending = []
+  /** Start events of the pending batch, with the arguments each is yet to show. */
+  #unshown = []
   /** The turns announced to the watchers (a turn begun before anyone watched is not followed), with each call's id
    * as its `call` event showed it. */
   #turns = new Map()
@@ -71,17 +73,24 @@ class Watchers {
     return { answers, decided: () => decided.abort() }
   }
 
-  /** An event of an announced turn, queued for the next batch. */
+  /** An event of an announced turn, queued for the next batch; false for another turn's. */
   #emit(event) {
-    if (!this.#turns.has(event.turn)) return
+    if (!this.#turns.has(event.turn)) return false
     this.#pending.push(event)
-    if (this.#pending.length > 1) return
+    if (this.#pending.length > 1) return true
     queueMicrotask(() => {
+      // The handlers' arguments of the batch's starts, shown in one crossing.
+      if (this.#unshown.length > 0) {
+        const shown = this.#shown(this.#unshown.map(([, args]) => args))
+        this.#unshown.forEach(([event], i) => { event.args = shown[i] })
+        this.#unshown = []
+      }
       // One array for every watcher, frozen: none can take events from the others.
       const events = Object.freeze(this.#pending)
       this.#pending = []
       for (const { listener } of this.#subscriptions) callListener(listener, events, 'watch')
     })
+    return true
   }
 
   /** A turn began, with its calls so far (a streaming turn's come later, one `call` each). */
@@ -128,8 +137,8 @@ class Watchers {
    * repair), as a trace shows them. */
   started({ turn, index, name, attempt, args }, traceIdOf) {
     const event = { type: 'start', turn: traceIdOf(turn), index, name, attempt, at: Date.now() }
-    if (attempt === 1) event.args = this.#shown([args])[0]
-    this.#emit(event)
+    // A copy: the handler may change its arguments before the batch is shown.
+    if (this.#emit(event) && attempt === 1) this.#unshown.push([event, structuredClone(args)])
   }
 
   /** The application was asked something for a call: its check, its cost, a schema's validation, an approval. */
