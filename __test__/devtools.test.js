@@ -222,6 +222,32 @@ describe('devtools server', () => {
     page.detach()
   })
 
+  it('closed while an approval waits on it, withdraws it: the call is denied at once, or the callback decides', async () => {
+    const gate = new ToolExecutor({ approvalTimeoutMs: 600_000 })
+    gate.register({ name: 'deploy', needsApproval: true, handler: () => 'deployed' })
+    const dt = await devtools(gate, { approvals: true })
+    const page = attach(dt)
+    await page.opened
+    const pending = gate.execute([{ name: 'deploy' }])
+    await page.until((m) => m.find((x) => x.type === 'approval'), 'the approval')
+    await dt.close()
+    const [result] = await pending
+    assert.equal(result.errorKind, 'approval_denied')
+    assert.match(result.error, /devtools page was closed/)
+
+    let release
+    const withCallback = new ToolExecutor({ approve: () => new Promise((resolve) => { release = resolve }) })
+    withCallback.register({ name: 'deploy', needsApproval: true, handler: () => 'deployed' })
+    const again = await devtools(withCallback, { approvals: true })
+    const second = attach(again)
+    await second.opened
+    const waiting = withCallback.execute([{ name: 'deploy' }])
+    await second.until((m) => m.find((x) => x.type === 'approval'), 'the approval')
+    await again.close()
+    release('approve')
+    assert.equal((await waiting)[0].output, 'deployed', "the application's callback still decides")
+  })
+
   it('shows health: stats, the health report, breakers and what the memory store holds', async (t) => {
     const gate = new ToolExecutor()
     gate.register({ name: 'flaky', readOnly: true, retry: false, breaker: { failureRate: 0.5, minCalls: 2, openMs: 60_000 }, handler: () => { throw new Error('down') } })

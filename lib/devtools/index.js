@@ -145,17 +145,23 @@ async function devtools(gates, options = {}) {
     flushTimer ??= setTimeout(flush, FLUSH_MS).unref()
   }
 
-  const approver = (gate) => (request) => new Promise((resolve) => {
+  /** The page as an approver: each request waits in `pending` until the page answers, the approval is decided
+   * elsewhere (its signal), or the server closes (withdrawn: the application's callback, if any, still decides). */
+  const approver = (gate) => (request) => new Promise((resolve, reject) => {
     const id = nextApproval++
     const { turn, index, callId, toolName, arguments: args, rule, reason, signal } = request
     const approval = { id, gate, key: `${gate}/${turn}`, index, callId, toolName, args: JSON.stringify(args ?? {}, null, 2), rule, reason, at: Date.now() }
-    const done = () => {
+    const settle = (how) => {
       if (!pending.delete(id)) return
       broadcast({ type: 'approval_done', id })
-      resolve(undefined)
+      how()
     }
-    pending.set(id, { approval, answer: (answer) => { resolve(answer); done() } })
-    signal.addEventListener('abort', done, { once: true })
+    pending.set(id, {
+      approval,
+      answer: (answer) => settle(() => resolve(answer)),
+      withdraw: () => settle(() => reject(new Error('the devtools page was closed before it answered'))),
+    })
+    signal.addEventListener('abort', () => settle(() => resolve(undefined)), { once: true })
     broadcast({ type: 'approval', approval })
   })
 
@@ -308,6 +314,7 @@ async function devtools(gates, options = {}) {
         if (flushTimer) clearTimeout(flushTimer)
         for (const stop of stops) stop()
         stops = []
+        for (const { withdraw } of [...pending.values()]) withdraw()
         for (const res of pages) res.end()
         pages.clear()
         server.closeAllConnections?.()
