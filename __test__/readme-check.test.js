@@ -36,3 +36,26 @@ describe('check-readme', () => {
     assert.match(bad.stderr, /DOC\.md:6:\d+: error TS/)
   })
 })
+
+describe('check-links', () => {
+  const LINKS = path.join(__dirname, '..', 'scripts', 'check-links.js')
+  const links = (files) => {
+    for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(dir, name), text)
+    return spawnSync(process.execPath, [LINKS, ...Object.keys(files).map((name) => path.join(dir, name))], { encoding: 'utf8' })
+  }
+
+  it('passes links to files and headings that exist, as GitHub anchors them', () => {
+    const ok = links({
+      'A.md': '# A\n\nSee [the call](B.md#executecalls--signal-context-), [twice](B.md#errors-1), [here](#a), [a site](https://example.com/x).\n\n```ts\n[not](a-link.md)\n```\n',
+      'B.md': '# B\n\n### `execute(calls, { signal?, context? })`\n\n## Errors\n\n## Errors\n',
+    })
+    assert.equal(ok.status, 0, ok.stderr)
+  })
+
+  it('fails a link to a missing file or a missing heading, naming its line', () => {
+    const bad = links({ 'C.md': '# C\n\n[gone](nowhere.md)\n[no such part](C.md#nothing-here)\n' })
+    assert.equal(bad.status, 1)
+    assert.match(bad.stderr, /C\.md:3: nowhere\.md: no such file/)
+    assert.match(bad.stderr, /C\.md:4: C\.md#nothing-here: .*C\.md has no heading with the anchor #nothing-here/)
+  })
+})

@@ -29,7 +29,7 @@ const PARTS = {
     [...bin('vitest'), 'run', '--root', 'examples/vitest', '--config', 'vitest.forks.config.mjs'],
     [...bin('ava'), '--config', 'examples/ava/ava.config.mjs'],
   ],
-  types: [[...bin('typescript'), '-p', '__test__/types'], [...bin('typescript'), '-p', '__test__/types/lib'], [...bin('typescript'), '-p', '__test__/types/providers'], node('scripts/check-readme.js')],
+  types: [[...bin('typescript'), '-p', '__test__/types'], [...bin('typescript'), '-p', '__test__/types/lib'], [...bin('typescript'), '-p', '__test__/types/providers'], node('scripts/check-readme.js'), node('scripts/check-links.js')],
   package: [node('scripts/check-glibc.js'), node('scripts/lint-workflows.js'), node('--test', '__test__/package/')],
   node: [node('scripts/test-node.js')],
 }
