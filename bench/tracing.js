@@ -1,17 +1,20 @@
 'use strict'
 // What observability costs per call: the same turns of trivial calls with nothing on, with stage timings only,
 // with trace events to a listener, with audit records to a JSONL file as well, with OpenTelemetry spans to an
-// in-memory exporter, with every turn (or a tenth of them) recorded for replay, and watched live (`watch`). Run by hand after `npm run
+// in-memory exporter, with every turn (or a tenth of them) recorded for replay, watched live (`watch`), and shown on
+// the devtools page (served with no page attached, and with a page reading its event stream). Run by hand after `npm run
 // build`: node bench/tracing.js [samples] [output bytes]; with output bytes, each handler returns an object of about
 // that size (a realistic call) instead of a number. The contenders run interleaved in one process, so their
 // differences hold on a noisy machine.
 
 const fs = require('node:fs')
+const http = require('node:http')
 const os = require('node:os')
 const path = require('node:path')
 const otel = require('@opentelemetry/api')
 const { BasicTracerProvider, SimpleSpanProcessor, InMemorySpanExporter } = require('@opentelemetry/sdk-trace-base')
 const { ToolExecutor } = require('..')
+const { devtools } = require('../lib/devtools')
 
 const SAMPLES = Number(process.argv[2] ?? 11)
 const BATCH = 16
@@ -21,6 +24,7 @@ const ROW = { id: 0, title: 'A result row with a title', url: 'https://example.c
 const output = (n) => (OUTPUT_BYTES === 0 ? n + 1 : { n, rows: Array.from({ length: Math.max(1, Math.round(OUTPUT_BYTES / JSON.stringify(ROW).length)) }, (_, id) => ({ ...ROW, id })) })
 let recorded = 0
 let heard = 0
+let paged = 0
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'toolgate-tracing-'))
 const exporter = new InMemorySpanExporter()
@@ -43,6 +47,17 @@ const contenders = {
   'every turn recorded to a function': gateWith({ record: { to: () => { recorded += 1 } } }),
   'a tenth of turns recorded (sample: 0.1)': gateWith({ record: { to: path.join(dir, 'sampled.jsonl'), sample: 0.1 } }),
   'watched live (gate.watch)': watched(gateWith({})),
+}
+
+/** A page attached to a devtools server: its event stream read and counted, in this process. */
+function attachPage(dt) {
+  const url = new URL(dt.url)
+  return new Promise((resolve) => {
+    http.get({ host: url.hostname, port: url.port, path: `/events?token=${url.searchParams.get('token')}` }, (res) => {
+      res.on('data', (chunk) => { paged += chunk.length })
+      resolve()
+    })
+  })
 }
 
 /** A gate with a watcher that counts what it hears. */
@@ -70,6 +85,9 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 
 async function main() {
   otel.trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }))
+  const served = [await devtools(contenders['devtools serving, no page attached'] = gateWith({}))]
+  served.push(await devtools(contenders['devtools with a page attached'] = gateWith({})))
+  await attachPage(served[1])
   const results = Object.fromEntries(Object.keys(contenders).map((k) => [k, { wall: [], cpu: [] }]))
   for (const gate of Object.values(contenders)) await sample(gate) // warm-up
   for (let s = 0; s < SAMPLES; s++) {
@@ -79,6 +97,7 @@ async function main() {
       results[name].cpu.push(r.cpu)
     }
   }
+  for (const dt of served) await dt.close()
   for (const gate of Object.values(contenders)) await gate.close()
   fs.rmSync(dir, { recursive: true, force: true })
   const base = median(results['nothing on'].wall)
@@ -89,7 +108,7 @@ async function main() {
     const wall = median(r.wall)
     console.log(`| ${name} | ${wall.toFixed(2)} | ${median(r.cpu).toFixed(2)} | ${(wall - base).toFixed(2)} |`)
   }
-  if (events === 0 || recorded === 0 || heard === 0) throw new Error('no trace events, recorded turns or live events were delivered: the figures would be wrong')
+  if (events === 0 || recorded === 0 || heard === 0 || paged === 0) throw new Error('no trace events, recorded turns, live events or page messages were delivered: the figures would be wrong')
 }
 
 main()
