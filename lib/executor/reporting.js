@@ -10,6 +10,7 @@ const { callListener, warn } = require('../callbacks.js')
 const { setImmediate, queueMicrotask } = require('../timers.js')
 
 class Reporter {
+  #engineId
   #engine
   #listeners
   #observers
@@ -18,6 +19,8 @@ class Reporter {
   /** `guard(work)`: runs work of the executor's turn machinery, ending every open turn should it throw. */
   constructor({ engine, listeners, observers, guard }) {
     this.#engine = engine
+    // Read once: each read of the engine's id crosses into it.
+    this.#engineId = engine.id
     this.#listeners = listeners
     this.#observers = observers
     this.#guard = guard
@@ -33,7 +36,7 @@ class Reporter {
 
   /** A turn as trace events, audit records and watchers name it. */
   traceId(turnId) {
-    return `${this.#engine.id}-${turnId}`
+    return `${this.#engineId}-${turnId}`
   }
 
   /** Recording turns failed (`record` option): said once, with why. */

@@ -10,6 +10,16 @@ const { readLiveMark } = require('../engine/wire.generated.js')
 const { callHost, callListener } = require('../callbacks.js')
 const { queueMicrotask } = require('../timers.js')
 
+/** A copy of a result or of arguments: plain data as the engine gives it (parsed from JSON), copied by hand, several times faster
+ * than structuredClone. */
+function copyOf(value) {
+  if (value === null || typeof value !== 'object') return value
+  if (Array.isArray(value)) return value.map(copyOf)
+  const copy = {}
+  for (const key of Object.keys(value)) copy[key] = copyOf(value[key])
+  return copy
+}
+
 class Watchers {
   /** One entry per `watch()`: the same function watching twice is two watchers. */
   #subscriptions = new Set()
@@ -138,7 +148,7 @@ class Watchers {
   started({ turn, index, name, attempt, args }, traceIdOf) {
     const event = { type: 'start', turn: traceIdOf(turn), index, name, attempt, at: Date.now() }
     // A copy: the handler may change its arguments before the batch is shown.
-    if (this.#emit(event) && attempt === 1) this.#unshown.push([event, structuredClone(args)])
+    if (this.#emit(event) && attempt === 1) this.#unshown.push([event, copyOf(args)])
   }
 
   /** The application was asked something for a call: its check, its cost, a schema's validation, an approval. */
@@ -152,7 +162,7 @@ class Watchers {
     const ids = this.#turns.get(traceId)
     if (ids === undefined) return
     indices.forEach((index, i) => {
-      const result = Object.freeze({ ...structuredClone(results[i]), callId: ids[index] ?? results[i].callId })
+      const result = Object.freeze({ ...copyOf(results[i]), callId: ids[index] ?? results[i].callId })
       this.#emit({ type: 'result', turn: traceId, index, result })
     })
   }
