@@ -41,7 +41,8 @@ function attach(dt) {
         buffer += chunk
         let end
         while ((end = buffer.indexOf('\n\n')) >= 0) {
-          messages.push(JSON.parse(buffer.slice(0, end).replace(/^data: /, '')))
+          const data = buffer.slice(0, end).split('\n').filter((line) => line.startsWith('data: ')).map((line) => line.slice(6)).join('\n')
+          messages.push(JSON.parse(data))
           buffer = buffer.slice(end + 2)
         }
       })
@@ -154,6 +155,45 @@ describe('devtools server', () => {
     assert.ok(call.result.output.length < 17_000, `output capped (${call.result.output.length})`)
     assert.ok(JSON.stringify(turns).length < 3 * 40_000, 'each kept turn is small')
     next.detach()
+  })
+
+  it('tells pages to start over when a burst is more than they can follow, and keeps a bounded part of a huge turn', async (t) => {
+    const gate = new ToolExecutor({ concurrency: 64 })
+    gate.register({ name: 'inc', readOnly: true, handler: ({ n }) => n + 1 })
+    const dt = await devtools(gate)
+    t.after(() => dt.close())
+    const page = attach(dt)
+    await page.opened
+    const results = await gate.execute(Array.from({ length: 3_000 }, (_, n) => ({ name: 'inc', arguments: { n } })))
+    assert.equal(results.length, 3_000)
+    await page.until((m) => m.find((x) => x.type === 'resync'), 'that it should start over')
+    page.detach()
+    const next = attach(dt)
+    await next.opened
+    const { turns } = await next.until((m) => m[0], 'a snapshot')
+    assert.equal(turns.length, 1)
+    assert.equal(turns[0].calls.length, 500, 'the calls kept of one turn')
+    assert.equal(turns[0].callsNotKept, 2_500)
+    assert.ok(turns[0].done, 'the turn is known to be done')
+    assert.equal(turns[0].calls[499].result.output, '500')
+    next.detach()
+  })
+
+  it('keeps of a result what the page explains when its metadata is large, and never the stack or the value again', () => {
+    const state = require('../lib/devtools/state.js')
+    const big = 'e'.repeat(100_000)
+    const kept = state.compactResult({
+      callId: 'c', name: 't', success: false, output: 'o', error: 'x'.repeat(50_000), errorKind: 'handler_error', attempts: 1,
+      metadata: { stderr: big, stack: 'at secret/path.js', structured: { v: 1 }, permission: { decision: 'allowed', by: 'rule' }, stages: [{ station: 'invoke', outcome: 'threw' }] },
+    })
+    assert.equal(kept.metadataCut, true)
+    assert.deepEqual(Object.keys(kept.metadata).sort(), ['permission', 'stages'])
+    assert.ok(kept.error.length < 9_000)
+    const small = state.compactResult({ callId: 'c', name: 't', success: true, output: 'o', metadata: { stderr: 'fine', stack: 's', structured: 1, stages: [] } })
+    assert.equal(small.metadataCut, false)
+    assert.deepEqual(small.metadata, { stderr: 'fine', stages: [] })
+    const huge = state.compactResult({ callId: 'c', name: 't', success: true, output: 'o', metadata: { repairs: [{ path: '/a', before: big, after: big, rule: 'json-string' }] } })
+    assert.ok(JSON.stringify(huge).length < 20_000, 'an explained part too large is kept as capped text')
   })
 
   it('asks an attached page for approvals beside the application, and serves only artifacts a kept call names', async (t) => {
@@ -331,6 +371,19 @@ describe('devtools page in Chromium', () => {
     assert.ok(await page.$('.seg.running-now'), 'drawn as running now')
     turn.cancel('done')
     await page.waitForSelector('[data-turn] .row [data-outcome="cancelled"]', { timeout: 2000 })
+  })
+
+  it('a burst larger than the page can follow: the page starts over and shows the turn, bounded', async (t) => {
+    const gate = new ToolExecutor({ concurrency: 64 })
+    gate.register({ name: 'inc', readOnly: true, handler: ({ n }) => n + 1 })
+    const dt = await devtools(gate)
+    t.after(() => dt.close())
+    const { page, errors } = await open(dt)
+    t.after(() => page.close())
+    await gate.execute(Array.from({ length: 3_000 }, (_, n) => ({ name: 'inc', arguments: { n } })))
+    await page.waitForFunction(() => [...document.querySelectorAll('[data-turn] .more')].some((more) => more.textContent === '2500 more calls not kept'), undefined, { timeout: 5000 })
+    assert.equal(await page.$$eval('[data-turn] .row', (rows) => rows.length), 200, 'the calls drawn of one turn')
+    assert.deepEqual(errors, [])
   })
 
   it('an approval clicked in the page unblocks the call', async (t) => {

@@ -8,7 +8,7 @@
 // differences hold on a noisy machine.
 
 const fs = require('node:fs')
-const http = require('node:http')
+const { spawn } = require('node:child_process')
 const os = require('node:os')
 const path = require('node:path')
 const otel = require('@opentelemetry/api')
@@ -49,15 +49,26 @@ const contenders = {
   'watched live (gate.watch)': watched(gateWith({})),
 }
 
-/** A page attached to a devtools server: its event stream read and counted, in this process. */
+/** A page attached to a devtools server: another process reads its event stream, as a browser would, and says how
+ * many bytes it read when told to stop. */
 function attachPage(dt) {
-  const url = new URL(dt.url)
-  return new Promise((resolve) => {
-    http.get({ host: url.hostname, port: url.port, path: `/events?token=${url.searchParams.get('token')}` }, (res) => {
-      res.on('data', (chunk) => { paged += chunk.length })
-      resolve()
+  const reader = spawn(process.execPath, ['-e', `
+    let bytes = 0
+    require('node:http').get(${JSON.stringify(dt.url.replace('/?', '/events?'))}, (res) => {
+      res.on('data', (chunk) => { bytes += chunk.length })
+      process.stdout.write('attached\\n')
     })
-  })
+    process.stdin.on('end', () => { process.stdout.write(bytes + '\\n'); process.exit(0) }).resume()
+  `], { stdio: ['pipe', 'pipe', 'inherit'] })
+  const lines = []
+  reader.stdout.setEncoding('utf8').on('data', (text) => lines.push(...text.split('\n').filter(Boolean)))
+  const attached = new Promise((resolve) => { const wait = setInterval(() => { if (lines.length) { clearInterval(wait); resolve() } }, 10) })
+  return attached.then(() => ({
+    detach: () => new Promise((resolve) => {
+      reader.on('exit', () => { paged = Number(lines.at(-1)); resolve() })
+      reader.stdin.end()
+    }),
+  }))
 }
 
 /** A gate with a watcher that counts what it hears. */
@@ -87,7 +98,7 @@ async function main() {
   otel.trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }))
   const served = [await devtools(contenders['devtools serving, no page attached'] = gateWith({}))]
   served.push(await devtools(contenders['devtools with a page attached'] = gateWith({})))
-  await attachPage(served[1])
+  const page = await attachPage(served[1])
   const results = Object.fromEntries(Object.keys(contenders).map((k) => [k, { wall: [], cpu: [] }]))
   for (const gate of Object.values(contenders)) await sample(gate) // warm-up
   for (let s = 0; s < SAMPLES; s++) {
@@ -97,6 +108,7 @@ async function main() {
       results[name].cpu.push(r.cpu)
     }
   }
+  await page.detach()
   for (const dt of served) await dt.close()
   for (const gate of Object.values(contenders)) await gate.close()
   fs.rmSync(dir, { recursive: true, force: true })

@@ -13,7 +13,7 @@ const state = require('./state.js')
 const TWIN = Symbol.for('toolgate.twin')
 /** Events are sent to pages at most this often: a busy gate costs the page one message per interval. */
 const FLUSH_MS = 50
-/** Events waiting to be sent past which pages are told to start over from a snapshot (a burst they cannot follow). */
+/** Events waiting to be sent past which pages are told to reconnect for a snapshot (a burst they cannot follow). */
 const MAX_QUEUED_EVENTS = 20_000
 /** A page that reads slower than this many bytes behind is dropped; its browser reconnects and starts over. */
 const MAX_BEHIND_BYTES = 8 * 1024 * 1024
@@ -134,10 +134,10 @@ async function devtools(gates, options = {}) {
     const compacted = events.map(state.compact)
     state.apply(kept, gate, compacted)
     if (queuedCount + compacted.length > MAX_QUEUED_EVENTS) {
-      // More than a page can follow at once: it starts over from what is kept.
+      // More than a page can follow at once: each reconnects and starts over from what is kept, which has them.
       queued = []
       queuedCount = 0
-      broadcast({ type: 'snapshot', ...snapshotOf() })
+      broadcast({ type: 'resync' })
       return
     }
     queued.push([gate, compacted])
@@ -272,7 +272,8 @@ async function devtools(gates, options = {}) {
     }
     if (route === 'GET /events') {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', connection: 'keep-alive' })
-      res.write(`data: ${JSON.stringify({ type: 'snapshot', ...snapshotOf() })}\n\n`)
+      // A page let go reconnects after half a second (an event stream's own default is seconds).
+      res.write(`retry: 500\ndata: ${JSON.stringify({ type: 'snapshot', ...snapshotOf() })}\n\n`)
       attach(res)
       req.on('close', () => detach(res))
       return

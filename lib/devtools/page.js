@@ -147,6 +147,14 @@
 
   const section = (title, ...content) => [h('h3', { text: title }), ...content]
   const pre = (text) => h('pre', { text: text ?? '' })
+  /** JSON text laid out for reading (the server sends it compact); text cut short or not JSON, as it is. */
+  const pretty = (text) => {
+    try {
+      return JSON.stringify(JSON.parse(text), null, 2)
+    } catch {
+      return text
+    }
+  }
   const table = (rows) => h('table', {}, rows.map(([k, v]) => h('tr', {}, h('th', { text: k }), h('td', {}, v))))
 
   function drawStory() {
@@ -156,8 +164,8 @@
     const result = call.result
     const meta = result?.metadata ?? {}
     const parts = [h('h2', { text: `${call.name} · ${outcomeText(call, Date.now())}` }), h('div', { class: 'hint', text: `call ${call.callId} · turn ${turn.turn} · #${call.index}` })]
-    parts.push(...section('Arguments as the model sent them', pre(call.args)))
-    parts.push(...section('As the handler received them', call.received === undefined ? h('p', { class: 'hint', text: 'No handler ran with them.' }) : pre(call.received)))
+    parts.push(...section('Arguments as the model sent them', pre(pretty(call.args))))
+    parts.push(...section('As the handler received them', call.received === undefined ? h('p', { class: 'hint', text: 'No handler ran with them.' }) : pre(pretty(call.received))))
     if (meta.repairs?.length) parts.push(...section('Repairs', h('ul', {}, meta.repairs.map((r) => h('li', { 'data-repair': r.rule, text: `${r.rule}${r.path ? ` at ${r.path}` : ''}${r.before == null && r.after == null ? '' : `: ${JSON.stringify(r.before)} → ${JSON.stringify(r.after)}`}` })))))
     if (result?.errorKind === 'invalid_arguments') parts.push(...section('Validation', pre(result.error)))
     if (meta.permission) parts.push(...section('Permission', table([['decision', meta.permission.decision], ['by', h('span', { 'data-rule': '', text: meta.permission.by })]])))
@@ -325,6 +333,11 @@
       } else if (data.type === 'approval') {
         approvals.set(data.approval.id, data.approval)
         drawApprovals()
+      } else if (data.type === 'resync') {
+        // The server had more than this page could follow: start over from what it keeps.
+        source.close()
+        connect()
+        return
       } else if (data.type === 'approval_done') {
         approvals.delete(data.id)
         drawApprovals()

@@ -25,11 +25,28 @@
     if (value === undefined) return undefined
     let text
     try {
-      text = typeof value === 'string' ? value : JSON.stringify(value, null, 2)
+      text = typeof value === 'string' ? value : JSON.stringify(value)
     } catch {
       text = String(value)
     }
     return clip(text ?? String(value), max)
+  }
+
+  /** Whether a value's JSON would pass about `max` characters, found without writing it: a walk that stops once
+   * it does. */
+  function larger(value, max) {
+    let left = max
+    const walk = (v) => {
+      if (left < 0) return
+      if (typeof v === 'string') left -= v.length + 2
+      else if (v === null || typeof v !== 'object') left -= 8
+      else for (const key of Object.keys(v)) {
+        left -= key.length + 4
+        walk(v[key])
+      }
+    }
+    walk(value)
+    return left < 0
   }
 
   /** Metadata parts the page explains, kept whatever the size of the rest. */
@@ -42,9 +59,9 @@
     if (images) metadata.images = images.map((image) => ({ mediaType: image.mediaType, base64Chars: String(image.data ?? '').length }))
     let kept = metadata
     let metadataCut = false
-    if (JSON.stringify(metadata).length > CAPS.metadataChars) {
+    if (larger(metadata, CAPS.metadataChars)) {
       kept = Object.fromEntries(EXPLAINED.filter((key) => metadata[key] !== undefined).map((key) => [key, metadata[key]]))
-      if (JSON.stringify(kept).length > CAPS.metadataChars) kept = { metadata: textOf(kept, CAPS.metadataChars) }
+      if (larger(kept, CAPS.metadataChars)) kept = { metadata: textOf(kept, CAPS.metadataChars) }
       metadataCut = true
     }
     return {
