@@ -395,6 +395,11 @@ fn inspect_shows_each_breaker_and_what_the_memory_store_holds_with_keys_redacted
         h.advance_clock(600);
         assert_eq!(h.engine.inspect(h.now, 10)["breakers"]["flaky"], json!({"state": "half_open", "calls": 0, "failures": 0}));
         let secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+        h.tool(json!({"name": "keyed", "readOnly": true, "rateLimit": {"limit": "2/min", "key": "apiKey"}}), text("ok"));
+        let mut keyed = Policy::default();
+        keyed.fields.insert("apiKey".into(), "k7Qm29xLp0aZ".into());
+        let turn = h.begin(json!([{"name": "keyed"}]), keyed);
+        assert!(h.results(turn)[0].success);
         let turn = h.begin(json!([{"name": "api"}]), user(secret));
         assert!(h.results(turn)[0].success);
         let turn = h.begin(json!([{"name": "api"}, {"name": "api"}]), user("bo"));
@@ -402,14 +407,15 @@ fn inspect_shows_each_breaker_and_what_the_memory_store_holds_with_keys_redacted
         let view = h.engine.inspect(h.now, 1);
         let text = view.to_string();
         assert!(!text.contains(secret), "keys are redacted: {text}");
+        assert!(!h.engine.inspect(h.now, 10).to_string().contains("k7Qm29xLp0aZ"), "a secret-named field's value too");
         match stores {
             Stores::Memory => {
                 assert_eq!(view["store"], "memory");
                 let memory = &view["memory"];
-                assert_eq!((memory["bucketCount"].as_u64(), memory["budgetCount"].as_u64()), (Some(2), Some(2)), "{memory}");
+                assert_eq!((memory["bucketCount"].as_u64(), memory["budgetCount"].as_u64()), (Some(3), Some(2)), "{memory}");
                 assert_eq!(memory["buckets"].as_array().unwrap().len(), 1, "at most the limit");
                 assert_eq!(memory["buckets"][0]["tokens"], 0.0, "the emptiest first: bo's");
-                assert!(memory["buckets"][0]["key"].as_str().unwrap().contains("bo"), "{memory}");
+                assert_eq!(memory["buckets"][0]["key"], "api · userId=bo", "the tool and the field the bucket is split by");
                 assert_eq!(memory["budgets"][0]["used"], 2.0, "the most used first");
                 assert!(memory["budgets"][0]["expiresInMs"].as_u64().unwrap() > 0);
             }

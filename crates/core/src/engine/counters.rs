@@ -140,12 +140,28 @@ impl Engine {
         let mut view = serde_json::json!({ "store": if self.shared.is_some() { "shared" } else { "memory" }, "breakers": breakers });
         if self.shared.is_none() {
             let mut memory = self.store.view(now, limit);
-            for key in memory.buckets.iter_mut().map(|b| &mut b.key).chain(memory.budgets.iter_mut().map(|b| &mut b.key)) {
-                *key = self.shaper.redact_text(&key.replace(SEP, " · "));
+            for bucket in &mut memory.buckets {
+                bucket.key = self.bucket_shown(&bucket.key);
+            }
+            for budget in &mut memory.budgets {
+                budget.key = self.shaper.redact_text(&budget.key.replace(SEP, " · "));
             }
             view["memory"] = serde_json::to_value(memory).expect("a view serializes");
         }
         view
+    }
+}
+
+impl Engine {
+    /// A bucket's key as `inspect()` shows it: the tool (`*`: the executor's bucket) and the context field it is split
+    /// by with its value, redacted as a trace's values are (a secret-named field's value goes whole).
+    fn bucket_shown(&self, key: &str) -> String {
+        let (scope, value) = key.split_once(SEP).unwrap_or((key, ""));
+        let limit = if scope == "*" { self.rate_limit.as_ref() } else { self.registry.get(scope).and_then(|tool| tool.rate_limit.as_ref()) };
+        match limit.and_then(|limit| limit.key.as_deref()) {
+            Some(field) => self.shaper.redact_text(&format!("{scope} · {field}={value}")),
+            None => scope.to_string(),
+        }
     }
 }
 
