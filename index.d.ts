@@ -982,11 +982,13 @@ export interface SharedStore {
 }
 export interface WatchOptions {
   /** Also answers the approvals of the calls this watcher follows, beside the approval callback (which need not be
-   * set): the first answer decides. */
-  approve?: (request: WatchedApproval) => ApprovalAnswer | Promise<ApprovalAnswer>
+   * set): the first answer decides. Returning nothing (or throwing) decides nothing while another may answer.
+   * Edited `arguments` are applied to the call's own: a value left as it was shown (redacted, cut) keeps the call's. */
+  approve?: (request: WatchedApproval) => ApprovalAnswer | undefined | Promise<ApprovalAnswer | undefined>
 }
-/** An approval as a watcher is asked it: the call's id and arguments as a trace shows them (redacted), where it is
- * (`turn` and `index` as its watch events say), and a signal that aborts once the approval is decided. */
+/** An approval as a watcher is asked it: the call's id and arguments as a trace shows them (redacted, capped), where
+ * it is (`turn` and `index` as its watch events say), and a signal that aborts, with the reason as a string, once the
+ * approval no longer waits on the watcher (decided, the call ended, watching stopped). */
 export interface WatchedApproval {
   turn: string
   index: number

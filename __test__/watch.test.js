@@ -281,4 +281,62 @@ describe('watchers that come late, share, keep, or misbehave', () => {
     stop()
     await gate.close()
   })
+  it("a watcher's edited arguments keep the call's own values where it left what it was shown (redacted, cut)", async () => {
+    const gate = new ToolExecutor()
+    const got = []
+    gate.register({ name: 'deploy', needsApproval: true, handler: (args) => { got.push(args); return 'deployed' } })
+    const secret = 'sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcd'
+    const notes = 'n'.repeat(5_000)
+    const stop = gate.watch(() => {}, { approve: ({ arguments: shown }) => ({ decision: 'approve', arguments: { ...shown, env: 'staging', extra: { added: true } } }) })
+    const [r] = await gate.execute([{ name: 'deploy', arguments: { env: 'prod', apiKey: secret, notes, nested: { token: secret, keep: 1 } } }])
+    assert.equal(r.output, 'deployed')
+    assert.deepEqual(got[0], { env: 'staging', apiKey: secret, notes, nested: { token: secret, keep: 1 }, extra: { added: true } })
+    stop()
+    await gate.close()
+  })
+
+  it('an approving watcher that does not follow the turn, or gives no decision, decides nothing', async () => {
+    let release
+    const gate = new ToolExecutor()
+    gate.register({ name: 'slow_check', check: () => new Promise((resolve) => { release = resolve }), needsApproval: true, handler: () => 'ran' })
+    gate.register({ name: 'other', handler: () => 'other ran' })
+    const before = gate.execute([{ name: 'slow_check' }])
+    while (release === undefined) await tick()
+    const stop = gate.watch(() => {}, { approve: () => 'approve' })
+    release(undefined)
+    const [unfollowed] = await before
+    assert.equal(unfollowed.errorKind, 'approval_denied', 'a turn begun before the watcher is not its to approve')
+    assert.match(unfollowed.error, /no approval callback is set/)
+    assert.equal((await gate.execute([{ name: 'other' }]))[0].output, 'other ran', 'and nothing else failed')
+    stop()
+
+    let answer
+    const withCallback = new ToolExecutor({ approve: () => new Promise((resolve) => { answer = resolve }) })
+    withCallback.register({ name: 'deploy', needsApproval: true, handler: () => 'deployed' })
+    const abstains = withCallback.watch(() => {}, { approve: () => undefined })
+    const pending = withCallback.execute([{ name: 'deploy' }])
+    while (answer === undefined) await tick()
+    await tick()
+    answer('approve')
+    assert.equal((await pending)[0].output, 'deployed', "the callback decides when the watcher gives no decision")
+    abstains()
+    await withCallback.close()
+    await gate.close()
+  })
+
+  it("an approval the engine's time limit ends is withdrawn from the watchers", async () => {
+    const clock = manualClock()
+    const gate = new ToolExecutor({ clock, approvalTimeoutMs: 1_000 })
+    gate.register({ name: 'deploy', needsApproval: true, handler: () => 'deployed' })
+    const asked = []
+    const stop = gate.watch(() => {}, { approve: (request) => { asked.push(request); return new Promise(() => {}) } })
+    const pending = gate.execute([{ name: 'deploy' }])
+    while (asked.length === 0) await tick()
+    const [r] = await until(clock, pending)
+    assert.equal(r.errorKind, 'approval_denied')
+    assert.equal(asked[0].signal.aborted, true)
+    assert.equal(asked[0].signal.reason, 'the call ended')
+    stop()
+    await gate.close()
+  })
 })

@@ -52,6 +52,10 @@ class HostRequests {
     const live = recorded === undefined ? turn?.standIn?.live : undefined
     live?.(1)
     if (kind === HOST_KIND.cost && turn !== undefined) (turn.priced ??= new Set()).add(index)
+    // The watchers that answer approvals and follow this turn are asked beside the callback.
+    const watching = kind === HOST_KIND.approve && recorded === undefined
+      ? this.#watchers.approvals(this.#traceIdOf(turnId), index, { callId, toolName, arguments: args, rule, reason: reason ?? undefined })
+      : undefined
     let pending
     if (recorded !== undefined && kind !== HOST_KIND.approve) {
       pending = recorded
@@ -61,11 +65,11 @@ class HostRequests {
       pending = this.#checked(turn, index, toolName, callId, args).then((problem) => (problem === undefined ? {} : { problem }))
     } else if (kind === HOST_KIND.cost) {
       pending = this.#costOf(turn, index, toolName, callId, args).then((cost) => ({ cost }))
-    } else if (recorded === undefined && turn?.approve === undefined && !this.#watchers.approving) {
+    } else if (recorded === undefined && turn?.approve === undefined && watching === undefined) {
       pending = Promise.resolve({ decision: 'deny', reason: 'no approval callback is set' })
     } else {
       const request = { callId, toolName, arguments: args, rule, reason: reason ?? undefined, context }
-      const decided = recorded ?? this.#approved(turn, turnId, index, request)
+      const decided = recorded ?? this.#approved(turn, request, watching)
       // The decision is recorded as given; edited arguments are validated, checked and priced again on replay.
       if (recording) decided.then((answer) => recording.answered(index, kind, answer), (err) => recording.answered(index, kind, { error: describeProblem(err) }))
       pending = decided.then((answer) => {
@@ -101,13 +105,12 @@ class HostRequests {
 
   /** The approval callback and the watchers that answer approvals, asked together: the first answer decides (a
    * rejection decides only when every one of them rejects). */
-  #approved(turn, turnId, index, request) {
-    const asked = turn?.approve === undefined ? [] : [callHost(() => turn.approve(request))]
-    const watching = this.#watchers.approvals(this.#traceIdOf(turnId), index, request)
-    if (watching === undefined) return asked[0].then(readApproval)
+  #approved(turn, request, watching) {
+    const asked = turn?.approve === undefined ? [] : [callHost(() => turn.approve(request)).then(readApproval)]
+    if (watching === undefined) return asked[0]
     const first = Promise.any([...asked, ...watching.answers]).catch((err) => Promise.reject(err.errors[0]))
-    first.finally(watching.decided).catch(() => {})
-    return first.then(readApproval)
+    first.then(watching.decided, watching.decided)
+    return first
   }
 
   #answer(ticket, json) {

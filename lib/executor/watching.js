@@ -7,7 +7,7 @@
 
 const { argumentsOf, sentIds } = require('../engine/wire.js')
 const { readLiveMark } = require('../engine/wire.generated.js')
-const { callHost, callListener } = require('../callbacks.js')
+const { callHost, callListener, readApproval } = require('../callbacks.js')
 const { queueMicrotask } = require('../timers.js')
 
 /** A copy of a result or of arguments: plain data as the engine gives it (parsed from JSON), copied by hand, several times faster
@@ -20,6 +20,20 @@ function copyOf(value) {
   return copy
 }
 
+const isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value)
+
+/** Arguments a watcher edited, applied to the call's own: a value left as the watcher was shown it (redacted, cut)
+ * keeps the call's; a value changed, added or removed is the watcher's; a key it was not shown is kept. */
+function applyEdits(own, shown, edited) {
+  if (isObject(own) && isObject(shown) && isObject(edited)) {
+    const out = {}
+    for (const key of Object.keys(edited)) out[key] = Object.hasOwn(shown, key) ? applyEdits(own[key], shown[key], edited[key]) : edited[key]
+    for (const key of Object.keys(own)) if (!Object.hasOwn(shown, key) && !Object.hasOwn(out, key)) out[key] = own[key]
+    return out
+  }
+  return JSON.stringify(edited) === JSON.stringify(shown) ? own : edited
+}
+
 class Watchers {
   /** One entry per `watch()`: the same function watching twice is two watchers. */
   #subscriptions = new Set()
@@ -29,6 +43,8 @@ class Watchers {
   #pending = []
   /** Start events of the pending batch, with the arguments each is yet to show. */
   #unshown = []
+  /** Per followed turn, the approvals waiting on the watchers, by the call's index. */
+  #asking = new Map()
   /** The turns announced to the watchers (a turn begun before anyone watched is not followed), with each call's id
    * as its `call` event showed it. */
   #turns = new Map()
@@ -59,28 +75,37 @@ class Watchers {
       if (!this.#subscriptions.delete(subscription) || this.#subscriptions.size > 0) return
       this.#engine.observe(false)
       this.#turns.clear()
+      for (const asking of this.#asking.values()) for (const decided of asking.values()) decided.abort('watching stopped')
+      this.#asking.clear()
     }
   }
 
-  /** Whether a watcher answers approvals: a call may then be approved with no callback set. */
-  get approving() {
-    for (const { approve } of this.#subscriptions) if (approve) return true
-    return false
-  }
-
   /**
-   * The watchers that answer approvals, asked for a call of a turn they follow: the arguments and call id as a trace
-   * shows them, and a signal that aborts once the call's approval is decided (by any of them or the application).
-   * Returns each one's answer (a rejection for one that throws), and what tells them the approval was decided.
+   * The watchers that answer approvals, asked for a call of a turn they follow: its id and arguments as a trace
+   * shows them, and a signal that aborts once the approval no longer waits on them (decided, the call ended, or
+   * watching stopped). Returns each one's answer, read as the callback's is (one that gives no decision, or throws,
+   * rejects: it decides nothing while another may answer; edited arguments are applied to the call's own), and what
+   * tells them the approval was decided. Undefined when none answers for this turn.
    */
   approvals(traceId, index, { callId, toolName, arguments: args, rule, reason }) {
-    const approvers = [...this.#subscriptions].filter((s) => s.approve && this.#turns.has(traceId))
+    const asking = this.#asking.get(traceId)
+    const approvers = asking === undefined ? [] : [...this.#subscriptions].filter((s) => s.approve)
     if (approvers.length === 0) return undefined
     const decided = new AbortController()
+    asking.set(index, decided)
     const [shownId, shownArgs] = this.#shown([callId, args])
     const request = Object.freeze({ turn: traceId, index, callId: shownId, toolName, arguments: shownArgs, rule, reason, signal: decided.signal })
-    const answers = approvers.map(({ approve }) => callHost(() => approve(request)))
-    return { answers, decided: () => decided.abort() }
+    const answers = approvers.map(({ approve }) => callHost(() => approve(request)).then((answer) => {
+      if (answer === undefined || answer === null) throw new Error('a watcher gave no decision')
+      const read = readApproval(answer)
+      if (read.arguments !== undefined) read.arguments = applyEdits(args, shownArgs, read.arguments)
+      return read
+    }))
+    const over = () => {
+      if (asking.get(index) === decided) asking.delete(index)
+      decided.abort('the approval was decided')
+    }
+    return { answers, decided: over }
   }
 
   /** An event of an announced turn, queued for the next batch; false for another turn's. */
@@ -106,6 +131,7 @@ class Watchers {
   /** A turn began, with its calls so far (a streaming turn's come later, one `call` each). */
   turn(turn, traceId) {
     this.#turns.set(traceId, [])
+    this.#asking.set(traceId, new Map())
     this.#emit({ type: 'turn', turn: traceId, at: Date.now(), streaming: turn.streaming !== undefined })
     this.calls(turn.calls, 0, traceId)
   }
@@ -161,7 +187,11 @@ class Watchers {
   results(traceId, indices, results) {
     const ids = this.#turns.get(traceId)
     if (ids === undefined) return
+    const asking = this.#asking.get(traceId)
     indices.forEach((index, i) => {
+      // A call answered while an approval waited on a watcher (its time ran out, its turn was cancelled).
+      asking?.get(index)?.abort('the call ended')
+      asking?.delete(index)
       const result = Object.freeze({ ...copyOf(results[i]), callId: ids[index] ?? results[i].callId })
       this.#emit({ type: 'result', turn: traceId, index, result })
     })
@@ -170,6 +200,8 @@ class Watchers {
   done(traceId) {
     this.#emit({ type: 'done', turn: traceId, at: Date.now() })
     this.#turns.delete(traceId)
+    for (const decided of this.#asking.get(traceId)?.values() ?? []) decided.abort('the call ended')
+    this.#asking.delete(traceId)
   }
 }
 
