@@ -98,6 +98,7 @@ describe('devtools server', () => {
   it('checks its options', async () => {
     const gate = weatherGate()
     await assert.rejects(devtools({}), /give a ToolExecutor/)
+    await assert.rejects(devtools({ watch() {}, stats() {} }), /give a ToolExecutor of this toolgate/, 'one without inspect() and the rest')
     await assert.rejects(devtools([gate, gate]), /the same gate is given twice/)
     await assert.rejects(devtools(gate, { port: -1 }), /port must be/)
     await assert.rejects(devtools(gate, { keepTurns: 0 }), /keepTurns must be/)
@@ -126,8 +127,10 @@ describe('devtools server', () => {
     const result = await page.until((m) => eventsOf(m).find((e) => e.type === 'result'), 'the result')
     assert.equal(result.result.output, 'sunny in Paris')
     page.detach()
-    for (let i = 0; i < 100 && watching > 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
-    assert.equal(watching, 0, 'the last page gone, watching ends')
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    assert.equal(watching, 1, 'for a page that reloads, watching goes on a little')
+    for (let i = 0; i < 300 && watching > 0; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+    assert.equal(watching, 0, 'then ends, the last page gone')
     const next = attach(dt)
     await next.opened
     const snapshot = await next.until((m) => m[0], 'a snapshot')
@@ -273,7 +276,7 @@ describe('devtools server', () => {
     await dt.close()
     const [result] = await pending
     assert.equal(result.errorKind, 'approval_denied')
-    assert.match(result.error, /devtools page was closed/)
+    assert.match(result.error, /the devtools page did not answer before watching stopped/)
 
     let release
     const withCallback = new ToolExecutor({ approve: () => new Promise((resolve) => { release = resolve }) })
@@ -286,6 +289,64 @@ describe('devtools server', () => {
     await again.close()
     release('approve')
     assert.equal((await waiting)[0].output, 'deployed', "the application's callback still decides")
+  })
+
+  it("an approval the gate's time limit ended leaves the page: it is told, and answering it is refused", async (t) => {
+    const gate = new ToolExecutor({ approvalTimeoutMs: 200 })
+    gate.register({ name: 'deploy', needsApproval: true, handler: () => 'deployed' })
+    const dt = await devtools(gate, { approvals: true })
+    t.after(() => dt.close())
+    const page = attach(dt)
+    await page.opened
+    const [result] = await gate.execute([{ name: 'deploy' }])
+    assert.equal(result.errorKind, 'approval_denied')
+    const { approval } = page.messages.find((m) => m.type === 'approval')
+    await page.until((m) => m.find((x) => x.type === 'approval_done' && x.id === approval.id), 'that the approval is over')
+    assert.equal((await request(dt, '/approve', { method: 'POST', body: JSON.stringify({ id: approval.id, decision: 'approve' }) })).status, 409)
+    page.detach()
+  })
+
+  it('a page reloaded while a call runs follows it to its end', async (t) => {
+    let finish
+    const gate = new ToolExecutor()
+    gate.register({ name: 'slow', readOnly: true, handler: () => new Promise((resolve) => { finish = resolve }) })
+    const dt = await devtools(gate)
+    t.after(() => dt.close())
+    const page = attach(dt)
+    await page.opened
+    const pending = gate.execute([{ name: 'slow' }])
+    await page.until((m) => eventsOf(m).find((e) => e.type === 'start'), 'the start')
+    page.detach()
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    finish('done')
+    await pending
+    const reloaded = attach(dt)
+    await reloaded.opened
+    const { turns } = await reloaded.until((m) => m[0], 'a snapshot')
+    assert.ok(turns[0].done, 'the turn ended while no page was open, and the server heard it')
+    assert.equal(turns[0].calls[0].result.output, 'done')
+    reloaded.detach()
+  })
+
+  it('health shows no call id or secret-named field value, and a gate that fails to report is a 500, not a crash', async (t) => {
+    let finish
+    const gate = new ToolExecutor()
+    gate.register({ name: 'slow', readOnly: true, rateLimit: { limit: '5/min', key: 'apiKey' }, handler: () => new Promise((resolve) => { finish = resolve }) })
+    const dt = await devtools(gate)
+    t.after(() => dt.close())
+    const secret = 'sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcd'
+    const pending = gate.execute([{ id: `call_${secret}`, name: 'slow' }], { context: { apiKey: 'k7Qm29xLp0aZ' } })
+    while (finish === undefined) await new Promise((resolve) => setImmediate(resolve))
+    const health = await request(dt, '/health')
+    assert.equal(health.status, 200)
+    assert.match(health.text, /"toolName":"slow"/)
+    assert.ok(!health.text.includes('sk-proj-AbCd') && !health.text.includes('k7Qm29xLp0aZ'), health.text)
+    finish('ok')
+    await pending
+    gate.inspect = () => { throw new Error('inspect broke') }
+    const broken = await request(dt, '/health')
+    assert.equal(broken.status, 500)
+    assert.match(broken.text, /inspect broke/)
   })
 
   it('shows health: stats, the health report, breakers and what the memory store holds', async (t) => {
@@ -384,6 +445,18 @@ describe('devtools page in Chromium', () => {
     await page.waitForFunction(() => [...document.querySelectorAll('[data-turn] .more')].some((more) => more.textContent === '2500 more calls not kept'), undefined, { timeout: 5000 })
     assert.equal(await page.$$eval('[data-turn] .row', (rows) => rows.length), 200, 'the calls drawn of one turn')
     assert.deepEqual(errors, [])
+  })
+
+  it('the page keeps no more turns than the server does', async (t) => {
+    const gate = weatherGate()
+    const dt = await devtools(gate, { keepTurns: 3 })
+    t.after(() => dt.close())
+    const { page } = await open(dt)
+    t.after(() => page.close())
+    for (let i = 0; i < 10; i++) await gate.execute([{ name: 'get_weather', arguments: { city: `c${i}` } }])
+    await page.waitForFunction(() => document.querySelector('[data-turn] .row [data-outcome="ok"]') && [...document.querySelectorAll('[data-turn]')].length === 3, undefined, { timeout: 5000 })
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    assert.equal(await page.$$eval('[data-turn]', (turns) => turns.length), 3)
   })
 
   it('an approval clicked in the page unblocks the call', async (t) => {

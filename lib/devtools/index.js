@@ -21,6 +21,8 @@ const MAX_APPROVAL_BYTES = 256 * 1024
 const MAX_RECORDING_BYTES = 32 * 1024 * 1024
 /** Entries of each list `inspect()` gives the health view. */
 const HEALTH_ENTRIES = 20
+/** How long watching goes on after the last page went (a page reloaded comes back within it). */
+const RELOAD_GRACE_MS = 2_000
 const ASSETS = {
   '/page.js': ['page.js', 'text/javascript; charset=utf-8'],
   '/page.css': ['page.css', 'text/css; charset=utf-8'],
@@ -43,8 +45,9 @@ function readOptions(options) {
 
 function readGates(gates) {
   const list = Array.isArray(gates) ? gates : [gates]
-  if (list.length === 0 || list.some((gate) => typeof gate?.watch !== 'function' || typeof gate?.stats !== 'function')) {
-    throw new TypeError('devtools(gate | gates): give a ToolExecutor, or an array of them')
+  const methods = ['watch', 'stats', 'healthReport', 'inspect', 'pendingHandlers']
+  if (list.length === 0 || list.some((gate) => methods.some((method) => typeof gate?.[method] !== 'function'))) {
+    throw new TypeError('devtools(gate | gates): give a ToolExecutor of this toolgate, or an array of them')
   }
   if (new Set(list).size !== list.length) throw new TypeError('devtools(gates): the same gate is given twice')
   return list
@@ -61,8 +64,9 @@ function sameSecret(given, token) {
  * record could point here (rebinding) is refused; an IP literal cannot be rebound. */
 function hostAllowed(header, listening, port) {
   if (typeof header !== 'string') return false
-  const match = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]+):(\d+)$/.exec(header)
-  if (!match || Number(match[2]) !== port) return false
+  const match = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]+)(?::(\d+))?$/.exec(header)
+  // A browser leaves out the default port.
+  if (!match || Number(match[2] ?? 80) !== port) return false
   const name = match[1].replace(/^\[|\]$/g, '').toLowerCase()
   return LOOPBACK.has(name) || name === listening.toLowerCase() || /^[\d.]+$/.test(name) || name.includes(':')
 }
@@ -82,12 +86,15 @@ function bodyOf(req, res, max) {
     req.on('data', (chunk) => {
       size += chunk.length
       if (size > max) {
-        send(res, 413, `the body is larger than ${max} bytes`)
-        req.destroy()
-        resolve(undefined)
+        if (!res.headersSent) {
+          // Answered now; what the client still sends is read and dropped, so that it gets the answer.
+          send(res, 413, `the body is larger than ${max} bytes`)
+          chunks.length = 0
+          resolve(undefined)
+        }
       } else chunks.push(chunk)
     })
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')))
+    req.on('end', () => resolve(size > max ? undefined : Buffer.concat(chunks).toString('utf8')))
     req.on('error', () => resolve(undefined))
   })
 }
@@ -108,6 +115,7 @@ async function devtools(gates, options = {}) {
   let queuedCount = 0
   let flushTimer
   let stops = []
+  let stopTimer
   /** Approvals waiting for the page, by id. */
   const pending = new Map()
   let nextApproval = 1
@@ -145,8 +153,8 @@ async function devtools(gates, options = {}) {
     flushTimer ??= setTimeout(flush, FLUSH_MS).unref()
   }
 
-  /** The page as an approver: each request waits in `pending` until the page answers, the approval is decided
-   * elsewhere (its signal), or the server closes (withdrawn: the application's callback, if any, still decides). */
+  /** The page as an approver: each request waits in `pending` until the page answers or it no longer waits on the
+   * page (its signal: decided elsewhere, the call ended, watching stopped, which closing the server does). */
   const approver = (gate) => (request) => new Promise((resolve, reject) => {
     const id = nextApproval++
     const { turn, index, callId, toolName, arguments: args, rule, reason, signal } = request
@@ -156,36 +164,42 @@ async function devtools(gates, options = {}) {
       broadcast({ type: 'approval_done', id })
       how()
     }
-    pending.set(id, {
-      approval,
-      answer: (answer) => settle(() => resolve(answer)),
-      withdraw: () => settle(() => reject(new Error('the devtools page was closed before it answered'))),
-    })
-    signal.addEventListener('abort', () => settle(() => resolve(undefined)), { once: true })
+    pending.set(id, { approval, answer: (answer) => settle(() => resolve(answer)) })
+    // No longer waiting on the page: it decides nothing.
+    signal.addEventListener('abort', () => settle(() => reject(new Error(`the devtools page did not answer before ${signal.reason}`))), { once: true })
     broadcast({ type: 'approval', approval })
   })
 
-  const snapshotOf = () => ({ ...state.snapshot(kept), approvals: [...pending.values()].map((p) => p.approval) })
+  const snapshotOf = () => ({ ...state.snapshot(kept), keepTurns, approvals: [...pending.values()].map((p) => p.approval) })
 
   /** Watching begins with the first page attached and ends with the last one gone. */
   const attach = (res) => {
-    if (pages.size === 0) {
+    clearTimeout(stopTimer)
+    if (stops.length === 0) {
       stops = list.map((gate, i) => gate.watch(heard(i), approvals ? { approve: approver(i) } : undefined))
     }
     pages.add(res)
   }
+  /** Watching stops a little after the last page went, so that a page reloaded follows its turns to their end. */
   const detach = (res) => {
     if (!pages.delete(res) || pages.size > 0) return
+    stopTimer = setTimeout(stopWatching, RELOAD_GRACE_MS).unref()
+  }
+  const stopWatching = () => {
+    clearTimeout(stopTimer)
     for (const stop of stops) stop()
     stops = []
+    // The turns still open are no longer followed: a page must not show them running for ever.
+    state.unfollow(kept, Date.now())
   }
 
+  /** Each gate's figures; the handlers not settled without their call ids, which only the trace shows redacted. */
   const health = () => list.map((gate, i) => ({
     gate: i,
     stats: gate.stats(),
     health: gate.healthReport(),
     inspect: gate.inspect({ limit: HEALTH_ENTRIES }),
-    running: gate.pendingHandlers().slice(0, HEALTH_ENTRIES),
+    running: gate.pendingHandlers().slice(0, HEALTH_ENTRIES).map(({ toolName, attempt, state: phase, runningMs }) => ({ toolName, attempt, state: phase, runningMs })),
   }))
 
   /** An artifact a kept result names (no other file is served). */
@@ -278,7 +292,13 @@ async function devtools(gates, options = {}) {
       req.on('close', () => detach(res))
       return
     }
-    if (route === 'GET /health') return sendJson(res, 200, health())
+    if (route === 'GET /health') {
+      try {
+        return sendJson(res, 200, health())
+      } catch (err) {
+        return send(res, 500, `a gate could not say how it is: ${err?.message ?? err}`)
+      }
+    }
     if (route === 'GET /artifact') {
       const file = url.searchParams.get('path') ?? ''
       if (!artifactKept(file)) return send(res, 404, 'no kept call names that artifact')
@@ -313,9 +333,7 @@ async function devtools(gates, options = {}) {
     close() {
       closed ??= new Promise((resolve) => {
         if (flushTimer) clearTimeout(flushTimer)
-        for (const stop of stops) stop()
-        stops = []
-        for (const { withdraw } of [...pending.values()]) withdraw()
+        stopWatching()
         for (const res of pages) res.end()
         pages.clear()
         server.closeAllConnections?.()

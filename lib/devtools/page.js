@@ -73,7 +73,9 @@
     )
   }
 
-  function drawTurn(turn, now) {
+  function drawTurn(turn, at) {
+    // A turn no longer followed is drawn as it was when watching stopped.
+    const now = turn.unfollowed ?? at
     const calls = turn.calls.filter(Boolean)
     const drawn = calls.slice(0, DRAWN_CALLS)
     const end = turn.done ?? now
@@ -112,13 +114,16 @@
         h('b', { text: turn.turn }),
         h('span', { text: when(turn.at) }),
         h('span', { text: `${calls.length} call${calls.length === 1 ? '' : 's'}${turn.streaming ? ' · streaming' : ''}` }),
-        turn.done ? h('span', { text: fmt(turn.done - turn.at) }) : h('span', { class: 'open-turn', text: `open ${fmt(now - turn.at)}` })),
+        turn.done ? h('span', { text: fmt(turn.done - turn.at) })
+          : turn.unfollowed ? h('span', { class: 'open-turn', 'data-unfollowed': '', text: `not followed after ${fmt(turn.unfollowed - turn.at)}: no page was open` })
+            : h('span', { class: 'open-turn', text: `open ${fmt(now - turn.at)}` })),
       rows, more)
   }
 
   function drawInFlight(now) {
     const running = []
     for (const turn of kept.turns.values()) {
+      if (turn.unfollowed) continue
       for (const call of turn.calls) if (call && !call.sealed && call.starts.length > 0) running.push({ turn, call, ms: now - call.starts.at(-1).at })
     }
     running.sort((a, b) => b.ms - a.ms)
@@ -275,7 +280,7 @@
           Object.entries(inspect.breakers).map(([name, b]) => h('tr', {}, h('td', { text: name }), h('td', { text: b.state }), h('td', { text: b.calls ? `${b.failures} of ${b.calls} failed (${Math.round((b.failures / b.calls) * 100)}%)` : '–' }), h('td', { text: b.halfOpenInMs === undefined ? '–' : fmt(b.halfOpenInMs) }))))] : undefined,
         memory?.budgets.length ? [h('h3', { text: `Budgets used (${memory.budgetCount} holders)` }), table(memory.budgets.map((b) => [b.key, `${b.used} · resets in ${fmt(b.expiresInMs)}`]))] : undefined,
         memory?.buckets.length ? [h('h3', { text: `Rate-limit buckets not full (${memory.bucketCount})` }), table(memory.buckets.map((b) => [b.key, `${b.tokens.toFixed(2)} tokens · full in ${fmt(b.fullInMs)}`]))] : undefined,
-        running.length ? [h('h3', { text: 'Handlers not settled' }), table(running.map((r) => [r.toolName, `${r.state} ${fmt(r.runningMs)} · call ${r.callId} · attempt ${r.attempt}`]))] : undefined,
+        running.length ? [h('h3', { text: 'Handlers not settled' }), table(running.map((r) => [r.toolName, `${r.state} ${fmt(r.runningMs)} · attempt ${r.attempt}`]))] : undefined,
         h('details', {}, h('summary', { text: 'stats()' }), pre(JSON.stringify(stats, null, 2))),
         h('details', {}, h('summary', { text: 'healthReport()' }), pre(JSON.stringify(health, null, 2))))
     }))
@@ -306,7 +311,7 @@
   }
   setInterval(() => {
     // Open calls' bars grow with time, so the live view is drawn again while something runs.
-    const open = [...kept.turns.values()].some((t) => !t.done)
+    const open = [...kept.turns.values()].some((t) => !t.done && !t.unfollowed)
     if (view === 'turns' && (dirty || open)) drawTurns()
     if (selected && (dirty || open)) drawStory()
     dirty = false
@@ -325,7 +330,7 @@
     source.onmessage = (message) => {
       const data = JSON.parse(message.data)
       if (data.type === 'snapshot') {
-        kept = fromSnapshot(data, Infinity)
+        kept = fromSnapshot(data, data.keepTurns)
         approvals = new Map(data.approvals.map((a) => [a.id, a]))
         drawApprovals()
       } else if (data.type === 'events') {

@@ -9,14 +9,16 @@
   const CAPS = {
     /** Calls kept per turn; later ones are counted. */
     callsPerTurn: 500,
+    /** Calls kept in all: past it, the oldest turns are forgotten (as past `keepTurns`). */
+    calls: 10_000,
     /** Events kept per call (stations, starts, questions); later ones are counted. */
     eventsPerCall: 200,
     /** Arguments and errors, as JSON text. */
-    textChars: 8 * 1024,
-    /** The output the model read. */
-    outputChars: 16 * 1024,
+    textChars: 4 * 1024,
+    /** The output the model read (a long one's artifact has it whole). */
+    outputChars: 8 * 1024,
     /** A result's metadata, as JSON text: past this, only the parts the page explains are kept. */
-    metadataChars: 16 * 1024,
+    metadataChars: 8 * 1024,
   }
 
   const clip = (text, max) => (text.length > max ? `${text.slice(0, max)}… (${text.length - max} more characters not kept)` : text)
@@ -88,7 +90,17 @@
   }
 
   function create({ keepTurns }) {
-    return { keepTurns, turns: new Map(), forgotten: 0 }
+    return { keepTurns, turns: new Map(), forgotten: 0, calls: 0 }
+  }
+
+  /** Forgets the oldest turns past `keepTurns` or past the calls kept in all (the newest turn stays). */
+  function trim(state) {
+    for (const [key, turn] of state.turns) {
+      if (state.turns.size <= 1 || (state.turns.size <= state.keepTurns && state.calls <= CAPS.calls)) break
+      state.turns.delete(key)
+      state.calls -= turn.calls.filter(Boolean).length
+      state.forgotten += 1
+    }
   }
 
   /** Applies compacted events of gate `gate` (its place in the page's list). */
@@ -99,12 +111,8 @@
   function applyOne(state, gate, event) {
     const key = `${gate}/${event.turn}`
     if (event.type === 'turn') {
-      state.turns.set(key, { key, gate, turn: event.turn, at: event.at, streaming: event.streaming, done: undefined, calls: [], callsNotKept: 0 })
-      for (const old of state.turns.keys()) {
-        if (state.turns.size <= state.keepTurns) break
-        state.turns.delete(old)
-        state.forgotten += 1
-      }
+      state.turns.set(key, { key, gate, turn: event.turn, at: event.at, streaming: event.streaming, done: undefined, unfollowed: undefined, calls: [], callsNotKept: 0 })
+      trim(state)
       return
     }
     const turn = state.turns.get(key)
@@ -118,12 +126,14 @@
         turn.callsNotKept += 1
         return
       }
+      if (turn.calls[event.index] === undefined) state.calls += 1
       turn.calls[event.index] = {
         index: event.index, callId: event.callId, name: event.name, args: event.args, received: undefined,
         // A streaming turn's call counts its stations from when it came; a whole turn's, from the turn's start.
         origin: turn.streaming ? event.at ?? turn.at : turn.at,
         stations: [], starts: [], asks: [], eventsNotKept: 0, sealed: undefined, result: undefined,
       }
+      trim(state)
       return
     }
     const call = turn.calls[event.index]
@@ -181,6 +191,11 @@
     return segments
   }
 
+  /** Watching stopped: the turns still open will hear nothing more, and are shown as followed until `at`. */
+  function unfollow(state, at) {
+    for (const turn of state.turns.values()) if (turn.done === undefined) turn.unfollowed ??= at
+  }
+
   /** Every kept turn, in the order they began, as a JSON-ready list (for a page that opens later). */
   function snapshot(state) {
     return { turns: [...state.turns.values()], forgotten: state.forgotten }
@@ -189,10 +204,13 @@
   /** A page's copy made from a snapshot. */
   function fromSnapshot({ turns, forgotten }, keepTurns) {
     const state = create({ keepTurns })
-    for (const turn of turns) state.turns.set(turn.key, turn)
+    for (const turn of turns) {
+      state.turns.set(turn.key, turn)
+      state.calls += turn.calls.filter(Boolean).length
+    }
     state.forgotten = forgotten
     return state
   }
 
-  return { CAPS, compact, compactResult, create, apply, phases, snapshot, fromSnapshot }
+  return { CAPS, compact, compactResult, create, apply, phases, unfollow, snapshot, fromSnapshot }
 })
