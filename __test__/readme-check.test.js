@@ -37,6 +37,30 @@ describe('check-readme', () => {
   })
 })
 
+describe('check-readme against vitest 5', () => {
+  const block = (declaration) => [
+    '```ts vitest5',
+    "import { expect, test } from 'vitest'",
+    "import { toolgateMatchers, type ToolgateMatchers } from 'toolgate/testing'",
+    'expect.extend(toolgateMatchers)',
+    "declare module 'vitest' {",
+    `  ${declaration}`,
+    '}',
+    "test('t', () => { expect({}).toSucceed() })",
+    '```',
+    '',
+  ].join('\n')
+
+  it("checks a block fenced ts vitest5 against vitest 5's declarations, and fails vitest 4's form there at its line", () => {
+    const good = check(block('interface Matchers<R extends void | Promise<void> = void | Promise<void>, T = unknown> extends ToolgateMatchers<R> {}'))
+    assert.equal(good.status, 0, good.stderr)
+    assert.match(good.stdout, /1 TypeScript blocks of DOC\.md against vitest5 type-check/)
+    const bad = check(`Intro.\n\n${block('interface Assertion<T> extends ToolgateMatchers<T> {}')}`)
+    assert.equal(bad.status, 1)
+    assert.match(bad.stderr, /DOC\.md:8:\d+: error TS2428/)
+  })
+})
+
 describe('check-links', () => {
   const LINKS = path.join(__dirname, '..', 'scripts', 'check-links.js')
   const links = (files) => {

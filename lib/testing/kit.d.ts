@@ -248,7 +248,9 @@ export declare const toolgateMatchers: {
 }
 /**
  * The matchers as `expect(result)` offers them after `expect.extend(toolgateMatchers)`. Add them to your runner's
- * types, e.g. for vitest: `declare module 'vitest' { interface Assertion<T> extends ToolgateMatchers<T> {} }`.
+ * types, e.g. for vitest 4: `declare module 'vitest' { interface Assertion<T> extends ToolgateMatchers<T> {} }`; for
+ * vitest 5: `declare module 'vitest' { interface Matchers<R extends void | Promise<void> = void | Promise<void>, T =
+ * unknown> extends ToolgateMatchers<R> {} }`.
  */
 export interface ToolgateMatchers<R = unknown> {
   toSucceed(output?: string | RegExp): R
