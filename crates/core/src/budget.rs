@@ -285,6 +285,22 @@ pub fn limits(budgets: [(Source, Option<&BudgetOptions>); 3], tool: &str, cost: 
     limits
 }
 
+/// A budget counter's key read back (see `Limit::key_into`): what it counts (`calls`, `cost`, `window<ms>`), its
+/// scope (a tool, or `*`), and each holder field with its value. None for a key not written so.
+pub fn read_key(key: &str) -> Option<(&str, &str, Vec<(&str, &str)>)> {
+    let (what, rest) = key.split_once(SEP)?;
+    let (scope, mut rest) = rest.split_once(SEP).unwrap_or((rest, ""));
+    let mut holder = Vec::new();
+    while !rest.is_empty() {
+        let (field, after) = rest.split_once('=')?;
+        let (len, after) = after.split_once(':')?;
+        let value = after.get(..len.parse::<usize>().ok()?)?;
+        holder.push((field, value));
+        rest = after[value.len()..].strip_prefix(SEP).unwrap_or(&after[value.len()..]);
+    }
+    Some((what, scope, holder))
+}
+
 /// Whose budget it is: each of its `by` fields and the context's value ("" when the context has none).
 pub fn holder(by: &[String], fields: &Fields) -> Vec<(String, String)> {
     by.iter().map(|f| (f.clone(), fields.get(f).cloned().unwrap_or_default())).collect()
@@ -377,6 +393,18 @@ fn holder_text(by: &[(String, String)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_counter_key_reads_back_as_written_whatever_its_values_hold() {
+        let limit = Limit { kind: Kind::Calls, source: Source::Context, prefix: format!("calls{SEP}*"), by: vec!["userId".into(), "password".into()], amount: 1.0, limit: 5.0, window: None, tool_only: false };
+        let mut fields = Fields::default();
+        fields.insert("userId".into(), format!("a{SEP}b=3:c"));
+        fields.insert("password".into(), "open sesame 42".into());
+        let mut key = String::new();
+        limit.key_into(&fields, &mut key);
+        assert_eq!(read_key(&key), Some(("calls", "*", vec![("userId", format!("a{SEP}b=3:c").as_str()), ("password", "open sesame 42")])));
+        assert_eq!(read_key(&format!("calls{SEP}*{SEP}userId=9:ab")), None, "a length past the key");
+    }
 
     fn budget(json: serde_json::Value) -> BudgetOptions {
         serde_json::from_value(json).unwrap()

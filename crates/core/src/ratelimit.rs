@@ -74,6 +74,12 @@ pub fn wants(executor: Option<&RateLimit>, tool: &str, own: Option<&RateLimit>, 
         .collect()
 }
 
+/// A bucket's key read back (see `wants`): the tool it is for (`*`: the executor's bucket every call shares), and
+/// the value of its split field.
+pub fn read_key(key: &str) -> (&str, &str) {
+    key.split_once(SEP).unwrap_or((key, ""))
+}
+
 /// What the rate limit asks the store: a token from the bucket, now or reserved within the wait the call may make.
 pub fn take(want: &Want) -> Op<'_> {
     Op::Take { key: want.key.as_str().into(), capacity: want.bucket.capacity, refill_per_sec: want.bucket.refill_per_sec, max_wait_ms: wait_ms(want.max_wait) }

@@ -408,6 +408,16 @@ fn inspect_shows_each_breaker_and_what_the_memory_store_holds_with_keys_redacted
         let text = view.to_string();
         assert!(!text.contains(secret), "keys are redacted: {text}");
         assert!(!h.engine.inspect(h.now, 10).to_string().contains("k7Qm29xLp0aZ"), "a secret-named field's value too");
+        let mut spaced = Policy::default();
+        spaced.fields.insert("apiKey".into(), "open sesame 42".into());
+        spaced.budget = Some(serde_json::from_value(json!({"maxCalls": 5, "by": "apiKey"})).unwrap());
+        let turn = h.begin(json!([{"name": "keyed"}]), spaced);
+        assert!(h.results(turn)[0].success);
+        let shown = h.engine.inspect(h.now, 10).to_string();
+        assert!(!shown.contains("sesame"), "whole, whatever it holds, as a trace redacts it: {shown}");
+        if stores == Stores::Memory {
+            assert!(shown.contains("keyed · apiKey=[REDACTED:secret-field]") && shown.contains("calls · * · apiKey=[REDACTED:secret-field]"), "{shown}");
+        }
         match stores {
             Stores::Memory => {
                 assert_eq!(view["store"], "memory");

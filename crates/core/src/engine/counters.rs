@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::breaker::{BreakerView, Phase};
 use crate::keys::SEP;
+use crate::{budget, ratelimit};
 use crate::result::ToolResult;
 use crate::metrics::CallMetrics;
 
@@ -144,7 +145,10 @@ impl Engine {
                 bucket.key = self.bucket_shown(&bucket.key);
             }
             for budget in &mut memory.budgets {
-                budget.key = self.shaper.redact_text(&budget.key.replace(SEP, " · "));
+                budget.key = match budget::read_key(&budget.key) {
+                    Some((what, scope, holder)) => format!("{what} · {scope}{}", self.holder_shown(&holder)),
+                    None => self.shaper.redact_text(&budget.key.replace(SEP, " · ")),
+                };
             }
             view["memory"] = serde_json::to_value(memory).expect("a view serializes");
         }
@@ -154,14 +158,23 @@ impl Engine {
 
 impl Engine {
     /// A bucket's key as `inspect()` shows it: the tool (`*`: the executor's bucket) and the context field it is split
-    /// by with its value, redacted as a trace's values are (a secret-named field's value goes whole).
+    /// by with its value.
     fn bucket_shown(&self, key: &str) -> String {
-        let (scope, value) = key.split_once(SEP).unwrap_or((key, ""));
+        let (scope, value) = ratelimit::read_key(key);
         let limit = if scope == "*" { self.rate_limit.as_ref() } else { self.registry.get(scope).and_then(|tool| tool.rate_limit.as_ref()) };
         match limit.and_then(|limit| limit.key.as_deref()) {
-            Some(field) => self.shaper.redact_text(&format!("{scope} · {field}={value}")),
+            Some(field) => format!("{scope}{}", self.holder_shown(&[(field, value)])),
             None => scope.to_string(),
         }
+    }
+
+    /// Holder fields as ` · field=value`, their values redacted as a trace redacts a context's fields: a
+    /// secret-named field's (`password`, `apiKey`) whole, the others by the rules.
+    fn holder_shown(&self, holder: &[(&str, &str)]) -> String {
+        let mut shown = Value::Object(holder.iter().map(|(field, value)| (field.to_string(), Value::from(*value))).collect());
+        self.shaper.redact_value(&mut shown);
+        let Value::Object(shown) = shown else { unreachable!("an object stays an object") };
+        shown.iter().map(|(field, value)| format!(" · {field}={}", value.as_str().unwrap_or_default())).collect()
     }
 }
 
