@@ -276,7 +276,7 @@ describe('devtools server', () => {
     await dt.close()
     const [result] = await pending
     assert.equal(result.errorKind, 'approval_denied')
-    assert.match(result.error, /the devtools page did not answer before watching stopped/)
+    assert.match(result.error, /did not answer before watching stopped/)
 
     let release
     const withCallback = new ToolExecutor({ approve: () => new Promise((resolve) => { release = resolve }) })

@@ -335,7 +335,110 @@ describe('watchers that come late, share, keep, or misbehave', () => {
     const [r] = await until(clock, pending)
     assert.equal(r.errorKind, 'approval_denied')
     assert.equal(asked[0].signal.aborted, true)
-    assert.equal(asked[0].signal.reason, 'the call ended')
+    assert.equal(asked[0].signal.reason, 'the approval ended')
+    stop()
+    await gate.close()
+  })
+  it("an approval ended by the gate's time limit leaves its watchers at once, though the rest of the turn runs on", async () => {
+    const clock = manualClock()
+    const gate = new ToolExecutor({ clock, approvalTimeoutMs: 1_000 })
+    gate.register({ name: 'deploy', needsApproval: true, handler: () => 'deployed' })
+    gate.register({ name: 'report', readOnly: true, timeoutMs: 60_000, handler: () => clock.sleep(10_000).then(() => 'report') })
+    const asked = []
+    const stop = gate.watch(() => {}, { approve: (request) => { asked.push(request); return new Promise(() => {}) } })
+    const pending = gate.execute([{ name: 'report' }, { name: 'deploy' }])
+    while (asked.length === 0) await tick()
+    await clock.advance(1_500)
+    assert.equal(asked[0].signal.aborted, true, 'withdrawn when its time ran out, not when the turn ends')
+    const [report, deploy] = await until(clock, pending)
+    assert.equal(report.output, 'report')
+    assert.equal(deploy.errorKind, 'approval_denied')
+    stop()
+    await gate.close()
+  })
+
+  it('a watcher that stops while another watches no longer holds the approvals it was asked', async () => {
+    const gate = new ToolExecutor({ approvalTimeoutMs: 60_000 })
+    gate.register({ name: 'deploy', needsApproval: true, handler: () => 'deployed' })
+    const logger = gate.watch(() => {})
+    const asked = []
+    const stopApprover = gate.watch(() => {}, { approve: (request) => { asked.push(request); return new Promise(() => {}) } })
+    const pending = gate.execute([{ name: 'deploy' }])
+    while (asked.length === 0) await tick()
+    stopApprover()
+    assert.equal(asked[0].signal.reason, 'watching stopped')
+    const [r] = await pending
+    assert.equal(r.errorKind, 'approval_denied', 'denied at once, with nobody left to answer')
+    assert.match(r.error, /did not answer before watching stopped/)
+    logger()
+    await gate.close()
+  })
+
+  it('a watcher hears and answers only the turns begun after it came, whoever else watches', async () => {
+    let release
+    const gate = new ToolExecutor({ approve: () => 'deny' })
+    gate.register({ name: 'deploy', needsApproval: true, check: () => new Promise((resolve) => { release = resolve }), handler: () => 'deployed' })
+    const early = []
+    const stopEarly = gate.watch((batch) => early.push(...batch))
+    const pending = gate.execute([{ name: 'deploy' }])
+    while (release === undefined) await tick()
+    const late = []
+    let askedLate = 0
+    const stopLate = gate.watch((batch) => late.push(...batch), { approve: () => { askedLate += 1; return 'approve' } })
+    release(undefined)
+    const [r] = await pending
+    await tick()
+    assert.equal(r.errorKind, 'approval_denied', "the application's callback decided alone")
+    assert.equal(askedLate, 0, 'the late watcher was not asked about a turn it never heard begin')
+    assert.deepEqual(late, [], 'nor told of it')
+    assert.ok(early.some((e) => e.type === 'done'))
+    stopLate()
+    stopEarly()
+    await gate.close()
+  })
+
+  it('edits keep what the watcher was shown redacted inside changed values, and refuse an edit inside a value shown cut', async () => {
+    const gate = new ToolExecutor()
+    const got = []
+    gate.register({ name: 'deploy', needsApproval: true, handler: (args) => { got.push(args); return 'deployed' } })
+    const token = 'ghp_abcdefghijklmnopqrstuvwxyz0123456789'
+    let edit
+    const stop = gate.watch(() => {}, { approve: ({ arguments: shown }) => ({ decision: 'approve', arguments: edit(shown) }) })
+    const run = async (args) => {
+      got.length = 0
+      const [r] = await gate.execute([{ name: 'deploy', arguments: args }])
+      return r
+    }
+    edit = (shown) => ({ ...shown, targets: [{ ...shown.targets[0], host: 'b' }, ...shown.targets.slice(1)], cmd: shown.cmd.replace('/x/y', '/x/z') })
+    let r = await run({ targets: [{ host: 'a', token }, { host: 'c' }], cmd: `git push https://${token}@example.com/x/y` })
+    assert.equal(r.output, 'deployed')
+    assert.deepEqual(got[0], { targets: [{ host: 'b', token }, { host: 'c' }], cmd: `git push https://${token}@example.com/x/z` })
+
+    edit = (shown) => ({ ...shown, ids: [...shown.ids, 'id-new'] })
+    r = await run({ ids: Array.from({ length: 400 }, (_, i) => `id-${i}`) })
+    assert.equal(r.errorKind, 'approval_denied', 'an edit inside a list shown cut is refused')
+    assert.match(r.error, /shown redacted or cut/)
+    assert.equal(got.length, 0)
+
+    edit = (shown) => ({ ...shown, env: 'staging' })
+    r = await run(JSON.parse('{"env":"prod","__proto__":{"region":"eu"}}'))
+    assert.equal(r.output, 'deployed')
+    assert.deepEqual(Object.keys(got[0]), ['env', '__proto__'])
+    assert.deepEqual(got[0].__proto__, { region: 'eu' })
+    stop()
+    await gate.close()
+  })
+
+  it("a result's __proto__ key reaches the watchers as a key, as it came", async () => {
+    const gate = new ToolExecutor()
+    gate.register({ name: 'user', readOnly: true, handler: () => JSON.parse('{"__proto__":{"isAdmin":true},"user":"ann"}') })
+    const events = []
+    const stop = gate.watch((batch) => events.push(...batch))
+    await gate.execute([{ name: 'user' }])
+    await tick()
+    const { result } = events.find((e) => e.type === 'result')
+    assert.deepEqual(Object.keys(result.metadata.structured), ['__proto__', 'user'])
+    assert.equal(result.metadata.structured.isAdmin, undefined, 'not a prototype')
     stop()
     await gate.close()
   })

@@ -155,7 +155,7 @@ async function devtools(gates, options = {}) {
 
   /** The page as an approver: each request waits in `pending` until the page answers or it no longer waits on the
    * page (its signal: decided elsewhere, the call ended, watching stopped, which closing the server does). */
-  const approver = (gate) => (request) => new Promise((resolve, reject) => {
+  const approver = (gate) => (request) => new Promise((resolve) => {
     const id = nextApproval++
     const { turn, index, callId, toolName, arguments: args, rule, reason, signal } = request
     const approval = { id, gate, key: `${gate}/${turn}`, index, callId, toolName, args: JSON.stringify(args ?? {}, null, 2), rule, reason, at: Date.now() }
@@ -165,8 +165,8 @@ async function devtools(gates, options = {}) {
       how()
     }
     pending.set(id, { approval, answer: (answer) => settle(() => resolve(answer)) })
-    // No longer waiting on the page: it decides nothing.
-    signal.addEventListener('abort', () => settle(() => reject(new Error(`the devtools page did not answer before ${signal.reason}`))), { once: true })
+    // No longer waiting on the page (the gate has set its answer aside): it leaves the page.
+    signal.addEventListener('abort', () => settle(() => resolve(undefined)), { once: true })
     broadcast({ type: 'approval', approval })
   })
 

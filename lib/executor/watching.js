@@ -7,47 +7,26 @@
 
 const { argumentsOf, sentIds } = require('../engine/wire.js')
 const { readLiveMark } = require('../engine/wire.generated.js')
-const { callHost, callListener, readApproval } = require('../callbacks.js')
+const { callListener } = require('../callbacks.js')
 const { queueMicrotask } = require('../timers.js')
-
-/** A copy of a result or of arguments: plain data as the engine gives it (parsed from JSON), copied by hand, several times faster
- * than structuredClone. */
-function copyOf(value) {
-  if (value === null || typeof value !== 'object') return value
-  if (Array.isArray(value)) return value.map(copyOf)
-  const copy = {}
-  for (const key of Object.keys(value)) copy[key] = copyOf(value[key])
-  return copy
-}
-
-const isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value)
-
-/** Arguments a watcher edited, applied to the call's own: a value left as the watcher was shown it (redacted, cut)
- * keeps the call's; a value changed, added or removed is the watcher's; a key it was not shown is kept. */
-function applyEdits(own, shown, edited) {
-  if (isObject(own) && isObject(shown) && isObject(edited)) {
-    const out = {}
-    for (const key of Object.keys(edited)) out[key] = Object.hasOwn(shown, key) ? applyEdits(own[key], shown[key], edited[key]) : edited[key]
-    for (const key of Object.keys(own)) if (!Object.hasOwn(shown, key) && !Object.hasOwn(out, key)) out[key] = own[key]
-    return out
-  }
-  return JSON.stringify(edited) === JSON.stringify(shown) ? own : edited
-}
+const { WatchApprovals, copyOf } = require('./approving.js')
 
 class Watchers {
   /** One entry per `watch()`: the same function watching twice is two watchers. */
   #subscriptions = new Set()
   #engine
   #reporter
-  /** Events not yet handed to the watchers. */
+  /** Events not yet handed to the watchers, each with its turn's place in the order turns began. */
   #pending = []
+  #pendingSeqs = []
   /** Start events of the pending batch, with the arguments each is yet to show. */
   #unshown = []
-  /** Per followed turn, the approvals waiting on the watchers, by the call's index. */
-  #asking = new Map()
-  /** The turns announced to the watchers (a turn begun before anyone watched is not followed), with each call's id
-   * as its `call` event showed it. */
+  #approvals = new WatchApprovals()
+  /** The turns announced to the watchers (a turn begun before anyone watched is not followed): each call's id as
+   * its `call` event showed it, and the turn's place in the order turns began. A watcher follows the turns begun
+   * after it began watching. */
   #turns = new Map()
+  #seq = 0
 
   /** `reporter`: shows a call's id and arguments as a trace does (redacted, capped). */
   constructor({ engine, reporter }) {
@@ -68,77 +47,72 @@ class Watchers {
   add(listener, { approve } = {}) {
     if (typeof listener !== 'function') throw new TypeError('watch(listener): listener must be a function (events) => void')
     if (approve !== undefined && typeof approve !== 'function') throw new TypeError('watch(listener, { approve }): approve must be a function (request) => answer')
-    const subscription = { listener, approve }
+    const subscription = { listener, approve, since: this.#seq, asked: new Set() }
     this.#subscriptions.add(subscription)
     this.#engine.observe(true)
     return () => {
-      if (!this.#subscriptions.delete(subscription) || this.#subscriptions.size > 0) return
+      if (!this.#subscriptions.delete(subscription)) return
+      this.#approvals.stopped(subscription)
+      if (this.#subscriptions.size > 0) return
       this.#engine.observe(false)
+      for (const traceId of this.#turns.keys()) this.#approvals.turnEnded(traceId)
       this.#turns.clear()
-      for (const asking of this.#asking.values()) for (const decided of asking.values()) decided.abort('watching stopped')
-      this.#asking.clear()
     }
   }
 
   /**
-   * The watchers that answer approvals, asked for a call of a turn they follow: its id and arguments as a trace
-   * shows them, and a signal that aborts once the approval no longer waits on them (decided, the call ended, or
-   * watching stopped). Returns each one's answer, read as the callback's is (one that gives no decision, or throws,
-   * rejects: it decides nothing while another may answer; edited arguments are applied to the call's own), and what
-   * tells them the approval was decided. Undefined when none answers for this turn.
+   * The watchers that answer approvals and follow this call's turn, asked about it with its id and arguments as a
+   * trace shows them (see WatchApprovals). Undefined when none does.
    */
   approvals(traceId, index, { callId, toolName, arguments: args, rule, reason }) {
-    const asking = this.#asking.get(traceId)
-    const approvers = asking === undefined ? [] : [...this.#subscriptions].filter((s) => s.approve)
+    const seq = this.#turns.get(traceId)?.seq
+    const approvers = seq === undefined ? [] : [...this.#subscriptions].filter((s) => s.approve && s.since < seq)
     if (approvers.length === 0) return undefined
-    const decided = new AbortController()
-    asking.set(index, decided)
     const [shownId, shownArgs] = this.#shown([callId, args])
-    const request = Object.freeze({ turn: traceId, index, callId: shownId, toolName, arguments: shownArgs, rule, reason, signal: decided.signal })
-    const answers = approvers.map(({ approve }) => callHost(() => approve(request)).then((answer) => {
-      if (answer === undefined || answer === null) throw new Error('a watcher gave no decision')
-      const read = readApproval(answer)
-      if (read.arguments !== undefined) read.arguments = applyEdits(args, shownArgs, read.arguments)
-      return read
-    }))
-    const over = () => {
-      if (asking.get(index) === decided) asking.delete(index)
-      decided.abort('the approval was decided')
-    }
-    return { answers, decided: over }
+    return this.#approvals.ask(approvers, traceId, index, { args, shownId, shownArgs, toolName, rule, reason })
   }
 
   /** An event of an announced turn, queued for the next batch; false for another turn's. */
   #emit(event) {
-    if (!this.#turns.has(event.turn)) return false
+    const turn = this.#turns.get(event.turn)
+    if (turn === undefined) return false
     this.#pending.push(event)
+    this.#pendingSeqs.push(turn.seq)
     if (this.#pending.length > 1) return true
-    queueMicrotask(() => {
-      // The handlers' arguments of the batch's starts, shown in one crossing.
-      if (this.#unshown.length > 0) {
-        const shown = this.#shown(this.#unshown.map(([, args]) => args))
-        this.#unshown.forEach(([event], i) => { event.args = shown[i] })
-        this.#unshown = []
-      }
-      // One array for every watcher, frozen: none can take events from the others.
-      const events = Object.freeze(this.#pending)
-      this.#pending = []
-      for (const { listener } of this.#subscriptions) callListener(listener, events, 'watch')
-    })
+    queueMicrotask(() => this.#deliver())
     return true
+  }
+
+  /** The batch to each watcher: one frozen array (none can take events from the others), the events of turns begun
+   * before a watcher came left out of its own. */
+  #deliver() {
+    // The handlers' arguments of the batch's starts, shown in one crossing.
+    if (this.#unshown.length > 0) {
+      const shown = this.#shown(this.#unshown.map(([, args]) => args))
+      this.#unshown.forEach(([event], i) => { event.args = shown[i] })
+      this.#unshown = []
+    }
+    const events = Object.freeze(this.#pending)
+    const seqs = this.#pendingSeqs
+    this.#pending = []
+    this.#pendingSeqs = []
+    const oldest = seqs.reduce((a, b) => Math.min(a, b))
+    for (const { listener, since } of this.#subscriptions) {
+      const own = since < oldest ? events : Object.freeze(events.filter((_, i) => since < seqs[i]))
+      if (own.length > 0) callListener(listener, own, 'watch')
+    }
   }
 
   /** A turn began, with its calls so far (a streaming turn's come later, one `call` each). */
   turn(turn, traceId) {
-    this.#turns.set(traceId, [])
-    this.#asking.set(traceId, new Map())
+    this.#turns.set(traceId, { ids: [], seq: ++this.#seq })
     this.#emit({ type: 'turn', turn: traceId, at: Date.now(), streaming: turn.streaming !== undefined })
     this.calls(turn.calls, 0, traceId)
   }
 
   /** Calls from `first` on, each with its id, name and arguments as a trace shows them. */
   calls(calls, first, traceId) {
-    const ids = this.#turns.get(traceId)
+    const ids = this.#turns.get(traceId)?.ids
     if (ids === undefined || calls.length === first) return
     const added = calls.slice(first)
     const sent = added.map(sentIds)
@@ -159,13 +133,18 @@ class Watchers {
     }
   }
 
-  /** The stations a step says calls met. */
+  /** The stations a step says calls met. An approval the engine took an answer for (or gave up on), or a call
+   * sealed, no longer waits on the watchers. */
   step(step, traceIdOf) {
     if (!step.marks) return
     for (const record of step.marks) {
       const { turn, index, mark, ms } = readLiveMark(record)
       const colon = mark.indexOf(':')
-      this.#emit({ type: 'station', turn: traceIdOf(turn), index, station: mark.slice(0, colon), outcome: mark.slice(colon + 1), ms })
+      const station = mark.slice(0, colon)
+      const traceId = traceIdOf(turn)
+      if (station === 'approval') this.#approvals.ended(traceId, index, 'the approval ended')
+      else if (station === 'sealed') this.#approvals.ended(traceId, index, 'the call ended')
+      this.#emit({ type: 'station', turn: traceId, index, station, outcome: mark.slice(colon + 1), ms })
     }
   }
 
@@ -185,13 +164,11 @@ class Watchers {
   /** Results handed on: a streaming turn's as they settle, a whole turn's at its end. Each watcher gets a copy of
    * its own, with the call's id as its `call` event showed it: the caller's results stay the caller's. */
   results(traceId, indices, results) {
-    const ids = this.#turns.get(traceId)
+    const ids = this.#turns.get(traceId)?.ids
     if (ids === undefined) return
-    const asking = this.#asking.get(traceId)
     indices.forEach((index, i) => {
-      // A call answered while an approval waited on a watcher (its time ran out, its turn was cancelled).
-      asking?.get(index)?.abort('the call ended')
-      asking?.delete(index)
+      // A call answered while an approval waited on a watcher, its sealing not heard (an engine failure).
+      this.#approvals.ended(traceId, index, 'the call ended')
       const result = Object.freeze({ ...copyOf(results[i]), callId: ids[index] ?? results[i].callId })
       this.#emit({ type: 'result', turn: traceId, index, result })
     })
@@ -200,8 +177,7 @@ class Watchers {
   done(traceId) {
     this.#emit({ type: 'done', turn: traceId, at: Date.now() })
     this.#turns.delete(traceId)
-    for (const decided of this.#asking.get(traceId)?.values() ?? []) decided.abort('the call ended')
-    this.#asking.delete(traceId)
+    this.#approvals.turnEnded(traceId)
   }
 }
 
