@@ -402,8 +402,9 @@ describe('command tools: environment and errors', () => {
     let attempts = 0
     gate.registerCommand({
       name: 'bash', parameters: { type: 'object', properties: { cmd: { type: 'string' } }, required: ['cmd'] },
-      idempotent: true, cache: false, retry: { maxRetries: 2, initialDelayMs: 1, onTimeout: true }, timeoutMs: 200, killGraceMs: 100,
-      command: ({ cmd }) => ({ shell: attempts++ === 0 ? 'sleep 5' : cmd }),
+      // A limit the second attempt's echo meets on a machine loaded by the whole suite; the first one's sleep never does.
+      idempotent: true, cache: false, retry: { maxRetries: 2, initialDelayMs: 1, onTimeout: true }, timeoutMs: 1_500, killGraceMs: 100,
+      command: ({ cmd }) => ({ shell: attempts++ === 0 ? 'sleep 30' : cmd }),
     })
     const [retried, denied] = await gate.execute([{ name: 'bash', arguments: { cmd: 'echo second try' } }, { name: 'bash', arguments: { cmd: 'rm -rf /tmp/x' } }])
     assertSuccess(retried)

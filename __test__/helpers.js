@@ -188,6 +188,18 @@ function counterView(stats) {
   return each(stats)
 }
 
+/** A gate with one read-only tool, `get_weather({ city, days? })`, answering `sunny in <city>`. */
+function weatherGate(options = {}) {
+  const gate = new ToolExecutor(options)
+  gate.register({
+    name: 'get_weather',
+    readOnly: true,
+    parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city'] },
+    handler: ({ city }) => `sunny in ${city}`,
+  })
+  return gate
+}
+
 /** Each result's errorKind, or 'ok' for a success: a turn's outcome at a glance. */
 const kinds = (results) => results.map((r) => r.errorKind ?? 'ok')
 
@@ -211,4 +223,5 @@ module.exports = {
   runChild,
   lastJsonLine,
   recorder,
+  weatherGate,
 }

@@ -31,10 +31,11 @@ const PARTS = {
   ],
   types: [[...bin('typescript'), '-p', '__test__/types'], [...bin('typescript'), '-p', '__test__/types/lib'], [...bin('typescript'), '-p', '__test__/types/providers'], node('scripts/check-readme.js'), node('scripts/check-links.js')],
   package: [node('scripts/check-glibc.js'), node('scripts/lint-workflows.js'), node('--test', '__test__/package/')],
+  browser: [node('--test', '--test-concurrency=1', '__test__/browser/')],
   node: [node('scripts/test-node.js')],
 }
 /** What `npm test` runs, longest first: every part but `node`, the suite under this Node alone (`npm run test:node`). */
-const ALL = ['rust', 'node20', 'node22', 'node24', 'types', 'package', 'runners']
+const ALL = ['rust', 'node20', 'node22', 'node24', 'types', 'package', 'runners', 'browser']
 /** Parts at a time: one more than the cores, since the parts spend much of their time waiting. */
 const JOBS = os.availableParallelism() + 1
 
