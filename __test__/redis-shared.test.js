@@ -594,7 +594,8 @@ test('close() waits for the store\'s answers still out, so the lease a cancelled
   const prefix = freshPrefix()
   const gate = new ToolExecutor({ store: redisStore({ client, prefix, timeoutMs: 2_000 }) })
   gate.register({ name: 'lookup', readOnly: true, idempotent: true, handler: () => 'v' })
-  const slept = sleeper.call('DEBUG', 'SLEEP', '0.3')
+  // Asleep long enough that close() comes while the lookup waits, however loaded the machine (0.3 s was not).
+  const slept = sleeper.call('DEBUG', 'SLEEP', '1')
   await asleep(await connect('ioredis'))
   const turn = gate.execute([{ name: 'lookup' }])
   await sleep(20)
