@@ -126,6 +126,26 @@ describe('devtools server', () => {
     next.detach()
   })
 
+  it('shows several gates on one page, each turn with the gate that ran it', async (t) => {
+    const first = weatherGate()
+    const second = weatherGate()
+    const dt = await devtools([first, second])
+    t.after(() => dt.close())
+    const page = attach(dt)
+    await page.opened
+    await second.execute([{ name: 'get_weather', arguments: { city: 'Oslo' } }])
+    await first.execute([{ name: 'get_weather', arguments: { city: 'Rome' } }])
+    await page.until((m) => eventsOf(m).filter((e) => e.type === 'done').length === 2, 'both turns')
+    const gates = page.messages.filter((m) => m.type === 'events').flatMap((m) => m.batches.map(([gate, events]) => [gate, events.find((e) => e.type === 'result')?.result.output])).filter(([, output]) => output)
+    assert.deepEqual(gates, [[1, 'sunny in Oslo'], [0, 'sunny in Rome']])
+    page.detach()
+    const next = attach(dt)
+    await next.opened
+    const { turns } = await next.until((m) => m[0], 'a snapshot')
+    assert.deepEqual(turns.map((turn) => [turn.gate, turn.calls[0].result.output]), [[1, 'sunny in Oslo'], [0, 'sunny in Rome']])
+    next.detach()
+  })
+
   it('keeps at most keepTurns turns, and caps what it keeps of each call', async (t) => {
     const gate = new ToolExecutor()
     gate.register({ name: 'big', readOnly: true, handler: () => 'x'.repeat(200_000) })
