@@ -47,10 +47,13 @@ async function connect(kind) {
 }
 
 /** Resolves once Redis is asleep (a DEBUG SLEEP sent on another connection has begun): a PING on `pinger` goes
- * unanswered for a while. A fixed pause before the calls would race the sleep on a loaded machine. */
+ * unanswered for a while. A fixed pause before the calls would race the sleep on a loaded machine. The replies that
+ * arrived meanwhile are read before the PING counts as unanswered: on a loaded machine the timer may fire late, with
+ * the answer already in. */
 async function asleep(pinger) {
   for (let tries = 0; tries < 100; tries++) {
-    const answered = await Promise.race([pinger.ping().then(() => true), sleep(25).then(() => false)])
+    const unanswered = sleep(100).then(() => new Promise((resolve) => setImmediate(resolve, false)))
+    const answered = await Promise.race([pinger.ping().then(() => true), unanswered])
     if (!answered) return
   }
   throw new Error('Redis never went to sleep: DEBUG SLEEP did not take')
