@@ -983,7 +983,8 @@ export interface SharedStore {
 export interface WatchOptions {
   /** Also answers the approvals of the calls this watcher follows, beside the approval callback (which need not be
    * set): the first answer decides. Returning nothing (or throwing) decides nothing while another may answer.
-   * Edited `arguments` are applied to the call's own: a value left as it was shown (redacted, cut) keeps the call's. */
+   * Edited `arguments` are applied to the call's own: a value left as it was shown (redacted, cut) keeps the call's; a
+   * changed value is taken as given, and refused if it still holds a redaction or a cut's mark. */
   approve?: (request: WatchedApproval) => ApprovalAnswer | undefined | Promise<ApprovalAnswer | undefined>
 }
 /** An approval as a watcher is asked it: the call's id and arguments as a trace shows them (redacted, capped), where

@@ -397,7 +397,7 @@ describe('watchers that come late, share, keep, or misbehave', () => {
     await gate.close()
   })
 
-  it('edits keep what the watcher was shown redacted inside changed values, and refuse an edit inside a value shown cut', async () => {
+  it('edits keep what was left as shown, take a changed value as given, and refuse one that still holds a redaction or a cut', async () => {
     const gate = new ToolExecutor()
     const got = []
     gate.register({ name: 'deploy', needsApproval: true, handler: (args) => { got.push(args); return 'deployed' } })
@@ -409,22 +409,33 @@ describe('watchers that come late, share, keep, or misbehave', () => {
       const [r] = await gate.execute([{ name: 'deploy', arguments: args }])
       return r
     }
-    edit = (shown) => ({ ...shown, targets: [{ ...shown.targets[0], host: 'b' }, ...shown.targets.slice(1)], cmd: shown.cmd.replace('/x/y', '/x/z') })
-    let r = await run({ targets: [{ host: 'a', token }, { host: 'c' }], cmd: `git push https://${token}@example.com/x/y` })
-    assert.equal(r.output, 'deployed')
-    assert.deepEqual(got[0], { targets: [{ host: 'b', token }, { host: 'c' }], cmd: `git push https://${token}@example.com/x/z` })
+    const refused = (r) => {
+      assert.equal(r.errorKind, 'approval_denied')
+      assert.match(r.error, /shown redacted or cut/)
+      assert.equal(got.length, 0, 'the handler never ran')
+    }
 
+    // A list holding a redacted item, changed: the page cannot say which real item each is.
+    edit = (shown) => ({ ...shown, keys: shown.keys.slice(1) })
+    refused(await run({ keys: [token, `${token.slice(0, -1)}x`] }))
+    // A text holding a redaction, changed.
+    edit = (shown) => ({ ...shown, cmd: shown.cmd.replace('/x/y', '/x/z') })
+    refused(await run({ cmd: `git push https://${token}@example.com/x/y` }))
+    // A value redacted whole (a number), changed around its placeholder.
+    edit = (shown) => ({ ...shown, password: `${shown.password}-x` })
+    refused(await run({ password: 12345678 }))
+    // A list shown cut, appended to; and the same list given anew, whole.
+    const ids = Array.from({ length: 400 }, (_, i) => `id-${i}`)
     edit = (shown) => ({ ...shown, ids: [...shown.ids, 'id-new'] })
-    r = await run({ ids: Array.from({ length: 400 }, (_, i) => `id-${i}`) })
-    assert.equal(r.errorKind, 'approval_denied', 'an edit inside a list shown cut is refused')
-    assert.match(r.error, /shown redacted or cut/)
-    assert.equal(got.length, 0)
+    refused(await run({ ids }))
+    edit = (shown) => ({ ...shown, ids: ['id-1', 'id-2'] })
+    assert.equal((await run({ ids })).output, 'deployed')
+    assert.deepEqual(got[0], { ids: ['id-1', 'id-2'] })
 
-    edit = (shown) => ({ ...shown, env: 'staging' })
-    r = await run(JSON.parse('{"env":"prod","__proto__":{"region":"eu"}}'))
-    assert.equal(r.output, 'deployed')
-    assert.deepEqual(Object.keys(got[0]), ['env', '__proto__'])
-    assert.deepEqual(got[0].__proto__, { region: 'eu' })
+    // A redacted key stays the real key, with its value as edited; a real "…" key is kept; __proto__ stays a key.
+    edit = (shown) => Object.fromEntries(Object.entries(shown).map(([key, value]) => [key, key === 'n' ? 2 : value === 1 ? 5 : value]))
+    assert.equal((await run(JSON.parse(`{"${token}":1,"n":1,"…":"a real key","__proto__":{"region":"eu"}}`))).output, 'deployed')
+    assert.deepEqual(Object.entries(got[0]), [[token, 5], ['n', 2], ['…', 'a real key'], ['__proto__', { region: 'eu' }]])
     stop()
     await gate.close()
   })

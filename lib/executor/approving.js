@@ -25,61 +25,61 @@ function copyOf(value) {
   return copy
 }
 
-const PLACEHOLDER = /\[REDACTED:[^\]]+\]/g
-const HAS_PLACEHOLDER = /\[REDACTED:[^\]]+\]/
-/** How the engine marks what it left out of a shown value: a string's tail, an array's items, an object's keys. */
+/** What the engine puts in place of what it hides from a shown value: a redaction, a string's cut tail, a list's
+ * cut items, an object's cut keys (`"…": "N more keys"`). */
+const PLACEHOLDER = /\[REDACTED:[^\]]+\]/
 const CUT_TEXT = /… \[\d+ more characters\]$/
 const CUT_ITEMS = /^… \d+ more items$/
 const CUT_KEYS = '…'
+const cutKeys = (object) => Object.hasOwn(object, CUT_KEYS) && /^\d+ more keys$/.test(String(object[CUT_KEYS]))
 
-const escapeRegExp = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 const sameJson = (a, b) => JSON.stringify(a) === JSON.stringify(b)
 
-/** An edit the call's own value cannot be restored under: refused, since the handler would get the page's view. */
-function unrestorable(what) {
-  return new TypeError(`the edited arguments change ${what} that was shown redacted or cut: edit all of it, or leave it as shown`)
+/** Whether a value holds something only shown: a redaction, or a mark of what was cut. */
+function holdsShown(value) {
+  if (typeof value === 'string') return PLACEHOLDER.test(value) || CUT_TEXT.test(value) || CUT_ITEMS.test(value)
+  if (Array.isArray(value)) return value.some(holdsShown)
+  if (isObject(value)) return cutKeys(value) || Object.entries(value).some(([key, child]) => PLACEHOLDER.test(key) || holdsShown(child))
+  return false
 }
 
-/**
- * A string the watcher changed, with each redaction it kept put back: the secrets `shown` hid in `own` are found by
- * aligning the two, and each placeholder left in `edited` takes the secret it stood for, in order.
- */
-function restoreSecrets(own, shown, edited) {
-  if (CUT_TEXT.test(shown) && CUT_TEXT.test(edited)) throw unrestorable('a text')
-  const holders = shown.match(PLACEHOLDER)
-  if (!holders || !HAS_PLACEHOLDER.test(edited)) return edited
-  const found = new RegExp(`^${shown.split(PLACEHOLDER).map(escapeRegExp).join('([\\s\\S]*?)')}$`).exec(own)
-  if (!found) throw unrestorable('a text')
-  const secrets = new Map()
-  holders.forEach((holder, i) => secrets.set(holder, [...(secrets.get(holder) ?? []), found[i + 1]]))
-  return edited.replace(PLACEHOLDER, (holder) => {
-    const next = secrets.get(holder)?.shift()
-    if (next === undefined) throw unrestorable('a text')
-    return next
-  })
+/** An edit the call's own value cannot be restored under: refused, since the handler would get the page's view. */
+function unrestorable(path) {
+  return new TypeError(`the edited arguments change ${path || 'the arguments'}, which holds a value shown redacted or cut: give all of it anew, or leave it as it was shown`)
 }
 
 /**
  * Arguments a watcher edited, applied to the call's own: a value left as it was shown (redacted, cut) keeps the
- * call's; a key it was not shown is kept; a changed value is the watcher's, with the secrets it kept put back. An
- * edit inside a value shown cut is refused.
+ * call's; a key it was not shown is kept (and a redacted key stays the real one); a changed value is taken as the
+ * watcher gave it, and refused if it still holds something only shown (a redaction, a cut's mark), which the
+ * handler would otherwise get instead of the real value.
  */
-function applyEdits(own, shown, edited) {
+function applyEdits(own, shown, edited, path = '') {
   if (sameJson(edited, shown)) return own
   if (isObject(own) && isObject(shown) && isObject(edited)) {
+    // Shown keys stand for the call's own in order (redaction renames a key in place; a cut drops the last ones).
+    const ownKeys = Object.keys(own)
+    const shownKeys = Object.keys(shown).filter((key) => !(key === CUT_KEYS && cutKeys(shown)))
+    const realKey = new Map(shownKeys.map((key, i) => [key, ownKeys[i]]))
     const out = {}
     for (const key of Object.keys(edited)) {
-      if (key === CUT_KEYS && Object.hasOwn(shown, CUT_KEYS)) continue
-      put(out, key, Object.hasOwn(shown, key) ? applyEdits(own[key], shown[key], edited[key]) : edited[key])
+      if (key === CUT_KEYS && cutKeys(edited) && cutKeys(shown)) continue
+      const at = `${path}/${key}`
+      if (realKey.has(key)) {
+        const real = realKey.get(key)
+        // A key shown as it is must be the same key: else the order did not hold, and nothing can be mapped.
+        if (real !== key && !PLACEHOLDER.test(key)) throw unrestorable(path)
+        put(out, real, applyEdits(own[real], shown[key], edited[key], at))
+      } else if (PLACEHOLDER.test(key) || holdsShown(edited[key])) {
+        throw unrestorable(at)
+      } else {
+        put(out, key, edited[key])
+      }
     }
-    for (const key of Object.keys(own)) if (!Object.hasOwn(shown, key) && !Object.hasOwn(out, key)) put(out, key, own[key])
+    for (const key of ownKeys.slice(shownKeys.length)) if (!Object.hasOwn(out, key)) put(out, key, own[key])
     return out
   }
-  if (Array.isArray(own) && Array.isArray(shown) && Array.isArray(edited)) {
-    if (shown.some((item) => typeof item === 'string' && CUT_ITEMS.test(item))) throw unrestorable('a list')
-    return edited.map((item, i) => (i < shown.length ? applyEdits(own[i], shown[i], item) : item))
-  }
-  if (typeof own === 'string' && typeof shown === 'string' && typeof edited === 'string') return restoreSecrets(own, shown, edited)
+  if (holdsShown(edited)) throw unrestorable(path)
   return edited
 }
 
