@@ -169,7 +169,7 @@ pub struct Transition {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BreakerView {
-    pub state: &'static str,
+    pub state: Phase,
     pub calls: u32,
     pub failures: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -218,11 +218,11 @@ impl BreakerState {
         let (calls, failures) = if self.phase == Phase::Closed { self.window(now_ms / config.slice_ms()) } else { (0, 0) };
         let phase = self.phase_at(now_ms);
         let half_open_in_ms = (phase == Phase::Open).then(|| self.until_ms - now_ms);
-        BreakerView { state: phase.as_str(), calls, failures, half_open_in_ms }
+        BreakerView { state: phase, calls, failures, half_open_in_ms }
     }
 
     /// The phase as the next call would find it: an opening whose time is up is half-open.
-    pub fn phase_at(&self, now_ms: u64) -> Phase {
+    fn phase_at(&self, now_ms: u64) -> Phase {
         match self.phase {
             Phase::Open if now_ms >= self.until_ms => Phase::HalfOpen,
             phase => phase,

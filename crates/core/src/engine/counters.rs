@@ -6,7 +6,6 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::breaker::{BreakerView, Phase};
 use crate::keys::SEP;
 use crate::{budget, ratelimit};
 use crate::result::ToolResult;
@@ -102,8 +101,8 @@ impl Engine {
             total_calls.merge(&calls);
             let in_flight = self.tool_running.get(name.as_str()).copied().unwrap_or(0);
             let mut entry = tool_stats(&counters, &calls, in_flight);
-            if let Some(phase) = self.breaker_phase(name, now) {
-                entry["breaker"] = phase.as_str().into();
+            if let Some(view) = self.breaker_view(name, now) {
+                entry["breaker"] = view.state.as_str().into();
             }
             tools.insert(name.clone(), entry);
         }
@@ -122,21 +121,11 @@ impl Engine {
     /// cache, sessions, buckets and budget counters, at most `limit` of each list (a shared store keeps its own).
     /// Keys hold what the calls held (holders, argument values): they are redacted as a trace's values are.
     pub fn inspect(&self, now: Instant, limit: usize) -> Value {
-        let now_ms = self.store.clock().ms(now);
         let mut breakers = serde_json::Map::new();
         for tool in self.registry.iter() {
-            let Some(config) = &tool.breaker else { continue };
-            let name = &tool.spec.name;
-            let view = match &self.shared {
-                None => self.store.peek_breaker(name).cloned().unwrap_or_default().view(config, now_ms),
-                Some(_) => {
-                    let (phase, until) = self.breaker_views.get(name).copied().unwrap_or((Phase::Closed, now));
-                    let waits = until.saturating_duration_since(now).as_millis() as u64;
-                    let phase = if phase == Phase::Open && waits == 0 { Phase::HalfOpen } else { phase };
-                    BreakerView { state: phase.as_str(), calls: 0, failures: 0, half_open_in_ms: (phase == Phase::Open).then_some(waits) }
-                }
-            };
-            breakers.insert(name.clone(), serde_json::to_value(view).expect("a view serializes"));
+            if let Some(view) = self.breaker_view(&tool.spec.name, now) {
+                breakers.insert(tool.spec.name.clone(), serde_json::to_value(view).expect("a view serializes"));
+            }
         }
         let mut view = serde_json::json!({ "store": if self.shared.is_some() { "shared" } else { "memory" }, "breakers": breakers });
         if self.shared.is_none() {

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::breaker::{self, Admission, BreakerSaid, Outcome, Phase, Transition};
+use crate::breaker::{self, Admission, BreakerSaid, BreakerState, BreakerView, Outcome, Phase, Transition};
 use crate::budget::{self, Limit, Refusal, Source, Spending};
 use crate::ops::{Op, Reply};
 use crate::registry::Tool;
@@ -233,19 +233,26 @@ impl Engine {
         step.breaker.push(transition);
     }
 
-    /// Each tool's breaker phase, for the stats: the memory store's own, on its clock, or what the shared store last
-    /// said.
-    pub(super) fn breaker_phase(&self, tool: &str, now: Instant) -> Option<Phase> {
-        self.registry.get(tool)?.breaker?;
+    /// A tool's breaker as the next call would find it, for `stats()` and `inspect()`: with the memory store, on its
+    /// clock, with what its window counts; with a shared store, as this process last heard it. None for a tool
+    /// without a breaker.
+    pub(super) fn breaker_view(&self, tool: &str, now: Instant) -> Option<BreakerView> {
+        let config = self.registry.get(tool)?.breaker?;
         if self.shared.is_none() {
-            return Some(self.store.peek_breaker(tool).map_or(Phase::Closed, |state| state.phase_at(self.store.clock().ms(now))));
+            let now_ms = self.store.clock().ms(now);
+            return Some(match self.store.peek_breaker(tool) {
+                Some(state) => state.view(&config, now_ms),
+                None => BreakerState::default().view(&config, now_ms),
+            });
         }
-        Some(match self.breaker_views.get(tool) {
-            None => Phase::Closed,
+        let (state, half_open_in_ms) = match self.breaker_views.get(tool) {
+            None => (Phase::Closed, None),
             // An opening whose time is up lets a trial through at the next call.
-            Some((Phase::Open, until)) if now >= *until => Phase::HalfOpen,
-            Some((phase, _)) => *phase,
-        })
+            Some((Phase::Open, until)) if now >= *until => (Phase::HalfOpen, None),
+            Some((Phase::Open, until)) => (Phase::Open, Some(until.saturating_duration_since(now).as_millis() as u64)),
+            Some((phase, _)) => (*phase, None),
+        };
+        Some(BreakerView { state, calls: 0, failures: 0, half_open_in_ms })
     }
 }
 
