@@ -287,25 +287,30 @@ impl MemoryStore {
     }
 }
 
+/// The first `limit` of `items` by `order`, in that order; the others are set aside unsorted (a store may hold
+/// 100,000 buckets, and a page shows twenty).
+fn first<T>(items: impl Iterator<Item = T>, limit: usize, order: impl Fn(&T, &T) -> std::cmp::Ordering) -> std::vec::IntoIter<T> {
+    let mut items: Vec<T> = items.collect();
+    if limit < items.len() {
+        if limit > 0 {
+            items.select_nth_unstable_by(limit - 1, &order);
+        }
+        items.truncate(limit);
+    }
+    items.sort_by(order);
+    items.into_iter()
+}
+
 impl Store for MemoryStore {
     fn view(&self, now: Instant, limit: usize) -> StoreView {
         let left = |at: Instant| at.saturating_duration_since(now).as_millis() as u64;
-        let mut buckets: Vec<BucketView> = self
-            .buckets
-            .iter()
-            .filter(|(_, b)| b.full_at > now)
+        // Keys are copied only for the entries shown.
+        let buckets = first(self.buckets.iter().filter(|(_, b)| b.full_at > now), limit, |(_, a), (_, b)| a.tokens.total_cmp(&b.tokens))
             .map(|(key, b)| BucketView { key: key.clone(), tokens: b.tokens, full_in_ms: left(b.full_at) })
             .collect();
-        buckets.sort_by(|a, b| a.tokens.total_cmp(&b.tokens));
-        buckets.truncate(limit);
-        let mut budgets: Vec<BudgetView> = self
-            .budgets
-            .iter()
-            .filter(|(_, c)| c.expires > now)
+        let budgets = first(self.budgets.iter().filter(|(_, c)| c.expires > now), limit, |(_, a), (_, b)| b.used.total_cmp(&a.used))
             .map(|(key, c)| BudgetView { key: key.clone(), used: c.used, expires_in_ms: left(c.expires) })
             .collect();
-        budgets.sort_by(|a, b| b.used.total_cmp(&a.used));
-        budgets.truncate(limit);
         StoreView {
             cache_entries: self.cache.len(),
             cache_bytes: self.bytes,
