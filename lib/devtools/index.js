@@ -45,7 +45,7 @@ function readOptions(options) {
 
 function readGates(gates) {
   const list = Array.isArray(gates) ? gates : [gates]
-  const methods = ['watch', 'stats', 'healthReport', 'inspect', 'pendingHandlers']
+  const methods = ['watch', 'stats', 'healthReport', 'inspect', 'pendingHandlers', TWIN]
   if (list.length === 0 || list.some((gate) => methods.some((method) => typeof gate?.[method] !== 'function'))) {
     throw new TypeError('devtools(gate | gates): give a ToolExecutor of this toolgate, or an array of them')
   }
@@ -238,7 +238,6 @@ async function devtools(gates, options = {}) {
   const runReplay = async (req, res, url) => {
     const gate = list[Number(url.searchParams.get('gate') ?? 0)]
     if (gate === undefined) return send(res, 400, 'no such gate')
-    if (typeof gate[TWIN] !== 'function') return send(res, 400, 'this gate cannot be replayed against (an older toolgate)')
     const text = await bodyOf(req, res, MAX_RECORDING_BYTES)
     if (text === undefined) return
     const { replay, parseRecording } = require('../testing/replay.js')

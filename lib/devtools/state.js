@@ -212,5 +212,5 @@
     return state
   }
 
-  return { CAPS, compact, compactResult, create, apply, phases, unfollow, snapshot, fromSnapshot }
+  return { compact, compactResult, create, apply, phases, unfollow, snapshot, fromSnapshot }
 })

@@ -213,4 +213,20 @@ function serializeCall(call) {
   }
 }
 
-module.exports = { argumentsOf, internalFailures, programmerError, policyJson, readResults, sentIds, serializeCalls }
+/** Sets `key` as an own property, `__proto__` included (an assignment would set the prototype). */
+function put(object, key, value) {
+  if (key === '__proto__') Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true })
+  else object[key] = value
+}
+
+/** A copy of plain data as the engine gives it (parsed from JSON: results, a handler's arguments), made by hand:
+ * several times faster than structuredClone, and the same on such data. */
+function copyOf(value) {
+  if (value === null || typeof value !== 'object') return value
+  if (Array.isArray(value)) return value.map(copyOf)
+  const copy = {}
+  for (const key of Object.keys(value)) put(copy, key, copyOf(value[key]))
+  return copy
+}
+
+module.exports = { argumentsOf, copyOf, internalFailures, programmerError, policyJson, put, readResults, sentIds, serializeCalls }

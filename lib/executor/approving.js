@@ -6,24 +6,9 @@
 // edited arguments applied to the call's own, since it was shown them redacted and capped.
 
 const { callHost, readApproval } = require('../callbacks.js')
+const { put } = require('../engine/wire.js')
 
 const isObject = (value) => value !== null && typeof value === 'object' && !Array.isArray(value)
-
-/** Sets `key` as an own property, `__proto__` included (an assignment would set the prototype). */
-function put(object, key, value) {
-  if (key === '__proto__') Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true })
-  else object[key] = value
-}
-
-/** A copy of plain data as the engine gives it (parsed from JSON), made by hand: several times faster than
- * structuredClone, and the same on such data. */
-function copyOf(value) {
-  if (value === null || typeof value !== 'object') return value
-  if (Array.isArray(value)) return value.map(copyOf)
-  const copy = {}
-  for (const key of Object.keys(value)) put(copy, key, copyOf(value[key]))
-  return copy
-}
 
 /** What the engine puts in place of what it hides from a shown value: a redaction, a string's cut tail, a list's
  * cut items, an object's cut keys (`"…": "N more keys"`). */
@@ -100,7 +85,6 @@ class WatchApprovals {
     const answers = approvers.map((subscription) => new Promise((resolve, reject) => {
       const controller = new AbortController()
       const entry = {
-        subscription,
         // No longer waiting on this watcher: its signal says why, and whatever it answers later decides nothing.
         end: (why) => {
           asked.delete(entry)
@@ -119,17 +103,21 @@ class WatchApprovals {
         return read
       }).then(resolve, reject)
     }))
-    return { answers, decided: () => this.#end(traceId, index, 'the approval was decided') }
+    return { answers, decided: () => this.ended(traceId, index, 'the approval was decided') }
   }
 
-  /** A call's approval no longer waits (the engine took an answer, or the call ended): its watchers are told. */
+  /** A call's approval no longer waits (decided, the engine took an answer, the call ended): its watchers are told. */
   ended(traceId, index, why) {
-    this.#end(traceId, index, why)
+    const turn = this.#asking.get(traceId)
+    const asked = turn?.get(index)
+    if (asked === undefined) return
+    turn.delete(index)
+    for (const entry of [...asked]) entry.end(why)
   }
 
   /** A turn ended: whatever still waited on its watchers is told. */
   turnEnded(traceId) {
-    for (const index of [...(this.#asking.get(traceId)?.keys() ?? [])]) this.#end(traceId, index, 'the call ended')
+    for (const index of [...(this.#asking.get(traceId)?.keys() ?? [])]) this.ended(traceId, index, 'the call ended')
     this.#asking.delete(traceId)
   }
 
@@ -137,14 +125,6 @@ class WatchApprovals {
   stopped(subscription) {
     for (const entry of [...subscription.asked]) entry.end('watching stopped')
   }
-
-  #end(traceId, index, why) {
-    const turn = this.#asking.get(traceId)
-    const asked = turn?.get(index)
-    if (asked === undefined) return
-    turn.delete(index)
-    for (const entry of [...asked]) entry.end(why)
-  }
 }
 
-module.exports = { WatchApprovals, applyEdits, copyOf }
+module.exports = { WatchApprovals }

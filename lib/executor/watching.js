@@ -5,11 +5,11 @@
 // application, and the results. Nothing of it is done while nobody watches; a listener hears a step's events in one
 // batch, on a later microtask, so that it never holds the pipeline.
 
-const { argumentsOf, sentIds } = require('../engine/wire.js')
+const { argumentsOf, copyOf, sentIds } = require('../engine/wire.js')
 const { readLiveMark } = require('../engine/wire.generated.js')
 const { callListener } = require('../callbacks.js')
 const { queueMicrotask } = require('../timers.js')
-const { WatchApprovals, copyOf } = require('./approving.js')
+const { WatchApprovals } = require('./approving.js')
 
 class Watchers {
   /** One entry per `watch()`: the same function watching twice is two watchers. */
