@@ -5,6 +5,7 @@
 
 const fs = require('node:fs')
 const path = require('node:path')
+const { manual } = require('./check-readme.js')
 
 const ROOT = path.resolve(__dirname, '..')
 
@@ -64,11 +65,6 @@ function problemsOf(file) {
   return problems
 }
 
-function manual() {
-  const docs = path.join(ROOT, 'docs')
-  return [path.join(ROOT, 'README.md'), ...fs.readdirSync(docs).filter((f) => f.endsWith('.md')).sort().map((f) => path.join(docs, f))]
-}
-
 function main() {
   const files = process.argv.length > 2 ? process.argv.slice(2).map((f) => path.resolve(f)) : manual()
   const problems = files.flatMap(problemsOf)
@@ -80,6 +76,4 @@ function main() {
   console.log(`check-links: every link of ${files.length} files resolves`)
 }
 
-if (require.main === module) main()
-
-module.exports = { slug, headingAnchors }
+main()

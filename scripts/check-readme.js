@@ -93,4 +93,4 @@ function compile(project, perFile, files) {
 
 if (require.main === module) main()
 
-module.exports = { tsBlocks }
+module.exports = { tsBlocks, manual }
